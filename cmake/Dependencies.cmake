@@ -1,0 +1,16 @@
+# Every C++ dependency comes from a Debian 12 package (scripts/install-deps).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(tl-expected REQUIRED)
+find_package(OpenSSL REQUIRED)
+if(TAU_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(TAU_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+

@@ -1,0 +1,19 @@
+# Warnings are on everywhere; they become errors only when CI=true in the
+# environment or TAU_WERROR=ON, so a user's newer or older compiler still builds.
+option(TAU_WERROR "Treat compiler warnings as errors" OFF)
+if("$ENV{CI}" STREQUAL "true")
+  set(TAU_WERROR ON CACHE BOOL "Treat compiler warnings as errors" FORCE)
+endif()
+
+add_library(tau_warnings INTERFACE)
+target_compile_options(tau_warnings INTERFACE -Wall -Wextra)
+if(TAU_WERROR)
+  target_compile_options(tau_warnings INTERFACE -Werror)
+endif()
+
+# lld links noticeably faster than bfd on two cores; use it when present.
+include(CheckCXXSourceCompiles)
+find_program(TAU_LLD ld.lld)
+if(TAU_LLD AND NOT TAU_NO_LLD)
+  add_link_options(-fuse-ld=lld)
+endif()

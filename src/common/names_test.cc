@@ -1,0 +1,47 @@
+#include "common/names.h"
+
+#include <gtest/gtest.h>
+
+namespace tau {
+namespace {
+
+TEST(NamesTest, Dns1123Label) {
+  EXPECT_TRUE(CheckDns1123Label("aks-gpu-quickstart").ok());
+  EXPECT_TRUE(CheckDns1123Label("a").ok());
+  EXPECT_TRUE(CheckDns1123Label("1abc").ok());
+  EXPECT_TRUE(CheckDns1123Label(std::string(63, 'a')).ok());
+  EXPECT_NE(CheckDns1123Label(std::string(64, 'a')).message().find("at most 63"), std::string::npos);
+  EXPECT_NE(CheckDns1123Label("").message().find("empty"), std::string::npos);
+  EXPECT_NE(CheckDns1123Label("My-Job").message().find("uppercase"), std::string::npos);
+  EXPECT_NE(CheckDns1123Label("my_job").message().find("'_' at position 3"), std::string::npos);
+  EXPECT_NE(CheckDns1123Label("-job").message().find("start and end"), std::string::npos);
+  EXPECT_NE(CheckDns1123Label("job-").message().find("start and end"), std::string::npos);
+  EXPECT_FALSE(CheckDns1123Label("a.b").ok());
+}
+
+TEST(NamesTest, Dns1123Subdomain) {
+  EXPECT_TRUE(CheckDns1123Subdomain("high-priority").ok());
+  EXPECT_TRUE(CheckDns1123Subdomain("a.b.c").ok());
+  EXPECT_FALSE(CheckDns1123Subdomain("a..b").ok());
+  EXPECT_FALSE(CheckDns1123Subdomain("A.b").ok());
+  EXPECT_FALSE(CheckDns1123Subdomain(std::string(254, 'a')).ok());
+}
+
+TEST(NamesTest, EnvVarName) {
+  EXPECT_TRUE(CheckEnvVarName("HF_HOME").ok());
+  EXPECT_TRUE(CheckEnvVarName("_x1").ok());
+  EXPECT_FALSE(CheckEnvVarName("1X").ok());
+  EXPECT_FALSE(CheckEnvVarName("A-B").ok());
+  EXPECT_FALSE(CheckEnvVarName("").ok());
+}
+
+TEST(NamesTest, LabelValue) {
+  EXPECT_TRUE(CheckLabelValue("").ok());
+  EXPECT_TRUE(CheckLabelValue("v1.2_beta-3").ok());
+  EXPECT_FALSE(CheckLabelValue("-x").ok());
+  EXPECT_FALSE(CheckLabelValue("a b").ok());
+  EXPECT_FALSE(CheckLabelValue(std::string(64, 'a')).ok());
+}
+
+}  // namespace
+}  // namespace tau

@@ -1,0 +1,94 @@
+#include "common/strings.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tau {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), 0);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string> ClosestMatch(std::string_view word,
+                                        std::span<const std::string_view> candidates) {
+  size_t best = SIZE_MAX;
+  std::optional<std::string> match;
+  size_t limit = std::max<size_t>(1, word.size() / 3);
+  for (std::string_view c : candidates) {
+    size_t d = EditDistance(word, c);
+    // A prefix or suffix match ("gpu" for "gpus", "memory_gb" for "memory")
+    // is a likely intent even when the distance is larger.
+    bool affix = word.size() >= 3 && (c.starts_with(word) || word.starts_with(c));
+    if ((d <= limit || affix) && d < best) {
+      best = d;
+      match = std::string(c);
+    }
+  }
+  return match;
+}
+
+template <typename S>
+static std::string JoinImpl(std::span<const S> parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string Join(std::span<const std::string> parts, std::string_view sep) { return JoinImpl(parts, sep); }
+std::string Join(std::span<const std::string_view> parts, std::string_view sep) { return JoinImpl(parts, sep); }
+
+std::vector<std::string> Split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = text.find(sep, start);
+    out.emplace_back(text.substr(start, pos == std::string_view::npos ? text.npos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string ShellQuote(std::string_view word) {
+  if (word.empty()) return "''";
+  bool safe = std::all_of(word.begin(), word.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || c == '.' || c == '/' || c == ':' || c == '=' || c == ',' ||
+           c == '+' || c == '@' || c == '%';
+  });
+  if (safe) return std::string(word);
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') out += "'\"'\"'";
+    else out += c;
+  }
+  out += "'";
+  return out;
+}
+
+std::string QuotedList(std::span<const std::string_view> items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    out += '"';
+    out += items[i];
+    out += '"';
+  }
+  return out;
+}
+
+}  // namespace tau

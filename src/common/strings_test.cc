@@ -1,0 +1,47 @@
+#include "common/strings.h"
+
+#include <gtest/gtest.h>
+
+#include "common/digest.h"
+
+namespace tau {
+namespace {
+
+TEST(StringsTest, EditDistance) {
+  EXPECT_EQ(EditDistance("gpus", "gpus"), 0u);
+  EXPECT_EQ(EditDistance("gpu", "gpus"), 1u);
+  EXPECT_EQ(EditDistance("memroy", "memory"), 2u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+}
+
+TEST(StringsTest, ClosestMatchFindsTypos) {
+  std::string_view keys[] = {"gpus", "workers", "cpus", "memory", "gpu_class"};
+  EXPECT_EQ(ClosestMatch("gpu", keys), "gpus");
+  EXPECT_EQ(ClosestMatch("memroy", keys), "memory");
+  EXPECT_EQ(ClosestMatch("worker", keys), "workers");
+  EXPECT_EQ(ClosestMatch("zzzzzz", keys), std::nullopt);
+}
+
+TEST(StringsTest, ShellQuote) {
+  EXPECT_EQ(ShellQuote("train.py"), "train.py");
+  EXPECT_EQ(ShellQuote("--lr=0.1"), "--lr=0.1");
+  EXPECT_EQ(ShellQuote("a b"), "'a b'");
+  EXPECT_EQ(ShellQuote("it's"), "'it'\"'\"'s'");
+  EXPECT_EQ(ShellQuote(""), "''");
+  EXPECT_EQ(ShellQuote("torch>=2.4.0"), "'torch>=2.4.0'");
+}
+
+TEST(StringsTest, SplitAndJoin) {
+  auto parts = Split("a.b..c", '.');
+  ASSERT_EQ(parts.size(), 4u);
+  EXPECT_EQ(parts[2], "");
+  EXPECT_EQ(Join(parts, "/"), "a/b//c");
+}
+
+TEST(DigestTest, Sha256) {
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+}  // namespace
+}  // namespace tau
