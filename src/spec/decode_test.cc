@@ -1,0 +1,195 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "spec/test_util.h"
+
+namespace tau::spec {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::LoadText;
+
+constexpr char kSeed[] = R"(schema_version: 1
+name: aks-gpu-quickstart
+run:
+  entrypoint: train.py
+  workload_kind: rayjob
+compute:
+  gpus: 1
+  workers: 1
+  cpus: 16
+  memory: 64Gi
+runtime:
+  image: mcr.microsoft.com/aks/ai-runtime/ray:py3.12-ray2.56.0-cuda13.0
+  pip:
+    - torch>=2.4.0
+)";
+
+TEST(DecodeTest, AcceptsTheSeedExampleVerbatim) {
+  auto loaded = LoadText(kSeed);
+  ASSERT_TRUE(loaded.result.ok()) << loaded.diagnostics;
+  EXPECT_EQ(loaded.diagnostics, "");
+  const JobSpec& s = loaded.result->spec;
+  EXPECT_EQ(s.name, "aks-gpu-quickstart");
+  EXPECT_EQ(s.run.workload_kind, WorkloadKind::kRayJob);
+  EXPECT_EQ(s.run.launcher, Launcher::kPython);
+  EXPECT_EQ(s.compute.gpus, 1);
+  EXPECT_EQ(s.compute.cpus, Quantity::FromUnits(16));
+  EXPECT_EQ(s.compute.memory.ToString(), "64Gi");
+  EXPECT_EQ(s.runtime.pip, std::vector<std::string>{"torch>=2.4.0"});
+}
+
+TEST(DecodeTest, AppliesDefaults) {
+  auto loaded = LoadText("schema_version: 1\nname: a\nrun:\n  entrypoint: echo hi\n");
+  ASSERT_TRUE(loaded.result.ok()) << loaded.diagnostics;
+  const JobSpec& s = loaded.result->spec;
+  EXPECT_EQ(s.workspace, "default");
+  EXPECT_EQ(s.queue, "default");
+  EXPECT_EQ(s.run.workload_kind, WorkloadKind::kJob);
+  EXPECT_EQ(s.run.launcher, Launcher::kCommand);
+  EXPECT_EQ(s.run.working_dir, ".");
+  EXPECT_EQ(s.compute.gpus, 0);
+  EXPECT_EQ(s.compute.workers, 1);
+  EXPECT_EQ(s.compute.cpus.ToString(), "1");
+  EXPECT_EQ(s.compute.memory.ToString(), "2Gi");
+  EXPECT_EQ(s.compute.gpu_class, "any");
+  EXPECT_EQ(s.compute.processes_per_worker, 1);
+  EXPECT_EQ(s.checkpoint.keep, 3);
+  EXPECT_EQ(s.checkpoint.grace_period, std::chrono::seconds(30));
+  EXPECT_EQ(s.retry.max_restarts, 0);
+  EXPECT_EQ(s.retry.backoff, std::chrono::seconds(10));
+  EXPECT_EQ(s.retry.max_backoff, std::chrono::minutes(5));
+  EXPECT_FALSE(s.limits.max_runtime.has_value());
+}
+
+TEST(DecodeTest, ProcessesPerWorkerDefaultsToGpus) {
+  auto loaded = LoadText(
+      "schema_version: 1\nname: a\nrun: {entrypoint: t.py, launcher: torchrun}\ncompute: {gpus: 4}\n");
+  ASSERT_TRUE(loaded.result.ok()) << loaded.diagnostics;
+  EXPECT_EQ(loaded.result->spec.compute.processes_per_worker, 4);
+}
+
+TEST(DecodeTest, DecodesEveryField) {
+  auto loaded = LoadText(R"(schema_version: 1
+name: full
+workspace: vision
+queue: training
+priority: high
+run:
+  workload_kind: job
+  entrypoint: train.py
+  args: [--lr, 3e-4, --epochs, 10]
+  launcher: torchrun
+  working_dir: src
+  exclude: [data/, "*.ckpt"]
+compute:
+  gpus: 2
+  workers: 4
+  cpus: 500m
+  memory: 1.5Gi
+  gpu_class: h200-141gb
+  processes_per_worker: 2
+runtime:
+  image: nvcr.io/nvidia/pytorch:24.08-py3
+  pip: [numpy==2.1.0]
+  env:
+    HF_HOME: /data/hf
+    OMP_NUM_THREADS: 4
+checkpoint: {keep: 5, grace_period: 2m}
+retry:
+  max_restarts: 3
+  on: [oom, "exit:137", preempted]
+  backoff: 30s
+  max_backoff: 10m
+limits: {max_runtime: 12h}
+experiment:
+  project: llama
+  tags: {arm: baseline}
+depends_on: [preprocess, j_abcdefgh23]
+)");
+  ASSERT_TRUE(loaded.result.ok()) << loaded.diagnostics;
+  const JobSpec& s = loaded.result->spec;
+  EXPECT_EQ(s.priority, "high");
+  EXPECT_EQ(s.run.args, (std::vector<std::string>{"--lr", "3e-4", "--epochs", "10"}));
+  EXPECT_EQ(s.run.launcher, Launcher::kTorchrun);
+  EXPECT_EQ(s.run.working_dir, "src");
+  EXPECT_EQ(loaded.result->working_dir, "/work/src");
+  EXPECT_EQ(s.compute.cpus.milli(), 500);
+  EXPECT_EQ(s.compute.memory.milli(), int64_t{1536} * 1024 * 1024 * 1000);
+  EXPECT_EQ(s.runtime.env[1], (std::pair<std::string, std::string>{"OMP_NUM_THREADS", "4"}));
+  EXPECT_EQ(s.checkpoint.keep, 5);
+  ASSERT_EQ(s.retry.on.size(), 3u);
+  EXPECT_EQ(s.retry.on[1].kind, RetryCondition::Kind::kExitCode);
+  EXPECT_EQ(s.retry.on[1].exit_code, 137);
+  EXPECT_EQ(*s.limits.max_runtime, std::chrono::hours(12));
+  EXPECT_EQ(s.experiment.tags.size(), 1u);
+  EXPECT_EQ(s.depends_on.size(), 2u);
+}
+
+TEST(DecodeTest, ReportsEveryErrorWithItsPosition) {
+  auto loaded = LoadText(R"(schema_version: 1
+name: Bad_Name
+run:
+  entrypoint: train.py
+  launchr: torchrun
+compute:
+  gpus: two
+  memory: 64GB
+)");
+  EXPECT_FALSE(loaded.result.ok());
+  EXPECT_THAT(loaded.diagnostics, HasSubstr("job.yaml:2:7: error: name: \"Bad_Name\" has an uppercase"));
+  EXPECT_THAT(loaded.diagnostics,
+              HasSubstr("job.yaml:5:3: error: unknown field \"launchr\" in run; did you mean \"launcher\"?"));
+  EXPECT_THAT(loaded.diagnostics, HasSubstr("job.yaml:7:9: error: compute.gpus: expected an integer, got \"two\""));
+  EXPECT_THAT(loaded.diagnostics, HasSubstr("job.yaml:8:11: error: compute.memory: \"64GB\": unknown suffix \"GB\""));
+}
+
+TEST(DecodeTest, SuggestsTheRightSectionForMisplacedFields) {
+  auto loaded = LoadText("schema_version: 1\nname: a\ngpus: 2\nrun: {entrypoint: x}\n");
+  EXPECT_THAT(loaded.diagnostics,
+              HasSubstr("job.yaml:3:1: error: unknown field \"gpus\" at the top level; did you mean "
+                        "\"compute.gpus\"?"));
+}
+
+TEST(DecodeTest, CrossFieldRules) {
+  auto err = [](const std::string& body) {
+    return LoadText("schema_version: 1\nname: a\n" + body).diagnostics;
+  };
+  EXPECT_THAT(err("run: {entrypoint: ./go.sh, launcher: torchrun}\n"),
+              HasSubstr("launcher torchrun runs a Python file"));
+  EXPECT_THAT(err("run: {entrypoint: t.py, launcher: torchrun, workload_kind: rayjob}\n"),
+              HasSubstr("torchrun cannot launch a rayjob"));
+  EXPECT_THAT(err("run: {entrypoint: t.py}\ncompute: {workers: 2}\n"),
+              HasSubstr("2 workers need launcher torchrun or command"));
+  EXPECT_THAT(err("run: {entrypoint: echo, launcher: python}\n"),
+              HasSubstr("launcher python runs a .py file"));
+  EXPECT_THAT(err("run: {entrypoint: t.py}\ncompute: {processes_per_worker: 2}\n"),
+              HasSubstr("applies only to launcher torchrun"));
+  EXPECT_THAT(err("run: {entrypoint: t.py}\nretry: {backoff: 10m, max_backoff: 1m}\n"),
+              HasSubstr("retry.max_backoff (1m) is shorter than retry.backoff (10m)"));
+  EXPECT_THAT(err("run: {entrypoint: t.py}\nruntime: {env: {TAU_JOB_ID: x}}\n"),
+              HasSubstr("TAU_JOB_ID is set by TauGrid"));
+  // Several workers are fine with command, torchrun and rayjob.
+  EXPECT_EQ(err("run: {entrypoint: ./go.sh}\ncompute: {workers: 2}\n"), "");
+  EXPECT_EQ(err("run: {entrypoint: t.py, launcher: torchrun}\ncompute: {workers: 2}\n"), "");
+  EXPECT_EQ(err("run: {entrypoint: t.py, workload_kind: rayjob}\ncompute: {workers: 2}\n"), "");
+}
+
+TEST(DecodeTest, WarningsDoNotFail) {
+  auto loaded = LoadText(
+      "schema_version: 1\nname: a\nrun: {entrypoint: t.py}\nretry: {on: [oom]}\n");
+  EXPECT_TRUE(loaded.result.ok());
+  EXPECT_THAT(loaded.diagnostics,
+              HasSubstr("job.yaml:4:14: warning: retry.on: \"oom\" is never retried because "
+                        "retry.max_restarts is 0"));
+}
+
+TEST(DecodeTest, RayJobNamesAreShorter) {
+  std::string name(48, 'a');
+  auto loaded = LoadText("schema_version: 1\nname: " + name +
+                         "\nrun: {entrypoint: t.py, workload_kind: rayjob}\n");
+  EXPECT_THAT(loaded.diagnostics, HasSubstr("at most 47 characters"));
+}
+
+}  // namespace
+}  // namespace tau::spec

@@ -1,0 +1,50 @@
+#include "spec/job_spec.h"
+
+#include <fmt/format.h>
+
+namespace tau::spec {
+
+std::string_view WorkloadKindName(WorkloadKind k) {
+  return k == WorkloadKind::kRayJob ? "rayjob" : "job";
+}
+
+std::string_view LauncherName(Launcher l) {
+  switch (l) {
+    case Launcher::kPython: return "python";
+    case Launcher::kTorchrun: return "torchrun";
+    case Launcher::kCommand: return "command";
+  }
+  return "command";
+}
+
+std::string RetryCondition::ToString() const {
+  switch (kind) {
+    case Kind::kPreempted: return "preempted";
+    case Kind::kGpuFault: return "gpu_fault";
+    case Kind::kNodeLost: return "node_lost";
+    case Kind::kOom: return "oom";
+    case Kind::kExitCode: return fmt::format("exit:{}", exit_code);
+  }
+  return "";
+}
+
+bool IsPythonFileEntrypoint(std::string_view e) {
+  if (e.size() < 4 || !e.ends_with(".py")) return false;
+  for (char c : e) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '|' || c == '&') return false;
+  }
+  return true;
+}
+
+bool IsReservedEnvName(std::string_view name) {
+  static constexpr std::string_view kReserved[] = {
+      "MASTER_ADDR", "MASTER_PORT",      "WORLD_SIZE", "RANK",
+      "LOCAL_RANK",  "LOCAL_WORLD_SIZE", "NODE_RANK",  "CUDA_VISIBLE_DEVICES"};
+  if (name.starts_with("TAU_")) return true;
+  for (std::string_view r : kReserved) {
+    if (name == r) return true;
+  }
+  return false;
+}
+
+}  // namespace tau::spec

@@ -1,0 +1,133 @@
+#include "spec/json_codec.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/digest.h"
+#include "spec/fields.h"
+
+namespace tau::spec {
+
+using nlohmann::json;
+
+namespace {
+
+json Pairs(const StringPairs& pairs) {
+  json out = json::object();
+  for (const auto& [k, v] : pairs) out[k] = v;
+  return out;
+}
+
+}  // namespace
+
+json JobSpecToJsonValue(const JobSpec& s) {
+  json retry_on = json::array();
+  for (const RetryCondition& c : s.retry.on) retry_on.push_back(c.ToString());
+  json j = {
+      {"schema_version", s.schema_version},
+      {"name", s.name},
+      {"workspace", s.workspace},
+      {"queue", s.queue},
+      {"run",
+       {{"workload_kind", WorkloadKindName(s.run.workload_kind)},
+        {"entrypoint", s.run.entrypoint},
+        {"args", s.run.args},
+        {"launcher", LauncherName(s.run.launcher)},
+        {"working_dir", s.run.working_dir},
+        {"exclude", s.run.exclude}}},
+      {"compute",
+       {{"gpus", s.compute.gpus},
+        {"workers", s.compute.workers},
+        {"cpus", s.compute.cpus.ToString()},
+        {"memory", s.compute.memory.ToString()},
+        {"gpu_class", s.compute.gpu_class}}},
+      {"runtime", {{"pip", s.runtime.pip}, {"env", Pairs(s.runtime.env)}}},
+      {"checkpoint",
+       {{"keep", s.checkpoint.keep}, {"grace_period", FormatDuration(s.checkpoint.grace_period)}}},
+      {"retry",
+       {{"max_restarts", s.retry.max_restarts},
+        {"on", retry_on},
+        {"backoff", FormatDuration(s.retry.backoff)},
+        {"max_backoff", FormatDuration(s.retry.max_backoff)}}},
+      {"limits", json::object()},
+      {"experiment", {{"tags", Pairs(s.experiment.tags)}}},
+      {"depends_on", s.depends_on},
+  };
+  if (!s.priority.empty()) j["priority"] = s.priority;
+  if (s.run.launcher == Launcher::kTorchrun) {
+    j["compute"]["processes_per_worker"] = s.compute.processes_per_worker;
+  }
+  if (!s.runtime.image.empty()) j["runtime"]["image"] = s.runtime.image;
+  if (s.limits.max_runtime) j["limits"]["max_runtime"] = FormatDuration(*s.limits.max_runtime);
+  if (!s.experiment.project.empty()) j["experiment"]["project"] = s.experiment.project;
+  return j;
+}
+
+std::string JobSpecToJson(const JobSpec& spec, int indent) {
+  return JobSpecToJsonValue(spec).dump(indent);
+}
+
+std::string JobSpecSha256(const JobSpec& spec) { return Sha256Hex(JobSpecToJson(spec)); }
+
+std::string JobSpecJsonSchema() {
+  auto leaf_schema = [](const FieldDoc& f) {
+    json s;
+    switch (f.type) {
+      case FieldType::kObject: s = {{"type", "object"}, {"additionalProperties", false}}; break;
+      case FieldType::kInteger: s = {{"type", "integer"}}; break;
+      case FieldType::kString: s = {{"type", "string"}, {"minLength", 1}}; break;
+      case FieldType::kQuantity:
+        s = {{"anyOf", json::array({json{{"type", "number"}, {"exclusiveMinimum", 0}},
+                                    json{{"type", "string"},
+                                         {"pattern",
+                                          "^[+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)"
+                                          "(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$"}}})}};
+        break;
+      case FieldType::kDuration:
+        s = {{"type", "string"},
+             {"pattern", "^(0|([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+)$"}};
+        break;
+      case FieldType::kEnum: s = {{"type", "string"}, {"enum", f.values}}; break;
+      case FieldType::kStringList: {
+        json item = {{"type", {"string", "number", "boolean"}}};
+        if (!f.pattern.empty()) item = {{"type", "string"}, {"pattern", f.pattern}};
+        s = {{"type", "array"}, {"items", item}};
+        break;
+      }
+      case FieldType::kStringMap:
+        s = {{"type", "object"},
+             {"additionalProperties", {{"type", {"string", "number", "boolean", "null"}}}}};
+        break;
+    }
+    if (f.type == FieldType::kString && !f.pattern.empty()) s["pattern"] = f.pattern;
+    std::string desc(f.description);
+    if (!f.default_text.empty()) desc += " Default: " + std::string(f.default_text) + ".";
+    s["description"] = desc;
+    return s;
+  };
+
+  json root = {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+               {"$id", "https://taugrid.io/schemas/job-spec-v1.json"},
+               {"title", "TauGrid job spec (schema_version 1)"},
+               {"type", "object"},
+               {"additionalProperties", false},
+               {"properties", json::object()},
+               {"required", json::array()}};
+  for (const FieldDoc& f : AllFields()) {
+    std::string path(f.path);
+    json* parent = &root;
+    size_t start = 0;
+    size_t dot;
+    while ((dot = path.find('.', start)) != std::string::npos) {
+      parent = &(*parent)["properties"][path.substr(start, dot - start)];
+      start = dot + 1;
+    }
+    std::string leaf = path.substr(start);
+    (*parent)["properties"][leaf] = leaf_schema(f);
+    if (f.type == FieldType::kObject) (*parent)["properties"][leaf]["properties"] = json::object();
+    if (f.required) (*parent)["required"].push_back(leaf);
+  }
+  root["properties"]["schema_version"]["const"] = 1;
+  return root.dump(2);
+}
+
+}  // namespace tau::spec

@@ -1,0 +1,96 @@
+// Cross-field rules of the job spec. Each rule points at the field a reader
+// would change to fix it.
+
+#include <fmt/format.h>
+
+#include "spec/decode.h"
+
+namespace tau::spec {
+namespace {
+
+constexpr size_t kMaxRayJobNameLength = 47;
+
+}  // namespace
+
+void ValidateJobSpec(const JobSpec& s, const PositionMap& pos, Diagnostics* diags) {
+  const RunSpec& run = s.run;
+  const ComputeSpec& c = s.compute;
+  const bool launcher_given = pos.Has("run.launcher");
+  const Location launcher_at = pos.At(launcher_given ? "run.launcher" : "run.entrypoint");
+  const bool python_file = IsPythonFileEntrypoint(run.entrypoint);
+
+  if (run.launcher == Launcher::kTorchrun && !run.entrypoint.empty() && !python_file) {
+    diags->Error(pos.At("run.entrypoint"),
+                 fmt::format("run.entrypoint: launcher torchrun runs a Python file; \"{}\" is not "
+                             "a .py file",
+                             run.entrypoint));
+  }
+  if (run.launcher == Launcher::kPython && launcher_given && !run.entrypoint.empty() &&
+      !python_file) {
+    diags->Error(launcher_at,
+                 fmt::format("run.launcher: launcher python runs a .py file, but the entrypoint "
+                             "\"{}\" is a command; use launcher command",
+                             run.entrypoint));
+  }
+  if (run.workload_kind == WorkloadKind::kRayJob && run.launcher == Launcher::kTorchrun) {
+    diags->Error(launcher_at,
+                 "run.launcher: torchrun cannot launch a rayjob; Ray starts the workers itself "
+                 "(use launcher python, or workload_kind job for a torchrun gang)");
+  }
+  if (c.workers > 1 && run.workload_kind == WorkloadKind::kJob &&
+      run.launcher == Launcher::kPython) {
+    diags->Error(pos.At("compute.workers"),
+                 fmt::format("compute.workers: {} workers need launcher torchrun or command, or "
+                             "workload_kind rayjob; launcher python{} starts one process",
+                             c.workers, launcher_given ? "" : " (the default for a .py entrypoint)"));
+  }
+  if (pos.Has("compute.processes_per_worker") && run.launcher != Launcher::kTorchrun) {
+    diags->Error(pos.At("compute.processes_per_worker"),
+                 fmt::format("compute.processes_per_worker: applies only to launcher torchrun (the "
+                             "launcher is {})",
+                             LauncherName(run.launcher)));
+  } else if (run.launcher == Launcher::kTorchrun && c.gpus > 0 &&
+             c.processes_per_worker > c.gpus) {
+    diags->Warning(pos.At("compute.processes_per_worker"),
+                   fmt::format("compute.processes_per_worker: {} processes share {} GPU{} on each "
+                               "worker",
+                               c.processes_per_worker, c.gpus, c.gpus == 1 ? "" : "s"));
+  }
+  if (run.workload_kind == WorkloadKind::kRayJob && s.name.size() > kMaxRayJobNameLength) {
+    diags->Error(pos.At("name"),
+                 fmt::format("name: a rayjob's name is at most {} characters (KubeRay derives "
+                             "cluster names from it); \"{}\" has {}",
+                             kMaxRayJobNameLength, s.name, s.name.size()));
+  }
+  if (c.workers > 1 && run.workload_kind == WorkloadKind::kJob && !s.name.empty() &&
+      !(s.name[0] >= 'a' && s.name[0] <= 'z')) {
+    diags->Error(pos.At("name"),
+                 fmt::format("name: a job with several workers must start its name with a letter "
+                             "(it also names the gang's Kubernetes Service); \"{}\" does not",
+                             s.name));
+  }
+  if (s.retry.max_backoff < s.retry.backoff) {
+    diags->Error(pos.At(pos.Has("retry.max_backoff") ? "retry.max_backoff" : "retry.backoff"),
+                 fmt::format("retry.max_backoff ({}) is shorter than retry.backoff ({})",
+                             FormatDuration(s.retry.max_backoff), FormatDuration(s.retry.backoff)));
+  }
+  if (s.retry.max_restarts == 0) {
+    for (size_t i = 0; i < s.retry.on.size(); ++i) {
+      using K = RetryCondition::Kind;
+      K kind = s.retry.on[i].kind;
+      if (kind == K::kExitCode || kind == K::kOom) {
+        diags->Warning(pos.At(fmt::format("retry.on[{}]", i)),
+                       fmt::format("retry.on: \"{}\" is never retried because retry.max_restarts "
+                                   "is 0",
+                                   s.retry.on[i].ToString()));
+      }
+    }
+  }
+  if (c.gpus == 0 && pos.Has("compute.gpu_class") && c.gpu_class != "any") {
+    diags->Warning(pos.At("compute.gpu_class"),
+                   fmt::format("compute.gpu_class: \"{}\" has no effect with compute.gpus 0",
+                               c.gpu_class));
+  }
+}
+
+}  // namespace tau::spec

@@ -1,0 +1,90 @@
+#include "spec/yaml_tree.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace tau::spec {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Errors(std::string_view text, ReadLimits limits = {}) {
+  Node root;
+  Diagnostics diags;
+  ReadYaml(text, "f.yaml", limits, &root, &diags);
+  return diags.Format();
+}
+
+TEST(YamlReaderTest, KeepsPositionsAndQuoting) {
+  Node root;
+  Diagnostics diags;
+  ASSERT_TRUE(ReadYaml("a: 1\nb:\n  c: \"2\"\n  d: [x, 'y']\n", "f.yaml", {}, &root, &diags));
+  EXPECT_EQ(diags.Format(), "");
+  ASSERT_TRUE(root.IsMapping());
+  const Node* b = root.Find("b");
+  ASSERT_NE(b, nullptr);
+  const Node* c = b->Find("c");
+  EXPECT_EQ(c->scalar, "2");
+  EXPECT_TRUE(c->quoted);
+  EXPECT_EQ(c->location.line, 3);
+  EXPECT_EQ(c->location.column, 6);
+  EXPECT_FALSE(root.Find("a")->quoted);
+  EXPECT_EQ(b->Find("d")->items.size(), 2u);
+}
+
+TEST(YamlReaderTest, EmptyValuesAreNullAtTheirKey) {
+  Node root;
+  Diagnostics diags;
+  ASSERT_TRUE(ReadYaml("x: 1\nrun:\n", "f.yaml", {}, &root, &diags));
+  const Node* run = root.Find("run");
+  EXPECT_TRUE(run->IsNull());
+  EXPECT_EQ(run->location.line, 2);
+  EXPECT_EQ(run->location.column, 1);
+}
+
+TEST(YamlReaderTest, DuplicateKeysAreErrors) {
+  EXPECT_THAT(Errors("a: 1\nb: 2\na: 3\n"), HasSubstr("f.yaml:3:1: error: duplicate key \"a\""));
+}
+
+TEST(YamlReaderTest, SeveralDocumentsAreAnError) {
+  EXPECT_THAT(Errors("a: 1\n---\nb: 2\n"), HasSubstr("several YAML documents"));
+  EXPECT_EQ(Errors("---\na: 1\n"), "");
+  EXPECT_EQ(Errors("a: 1\n---\n"), "");
+}
+
+TEST(YamlReaderTest, SyntaxErrorsArePositioned) {
+  EXPECT_THAT(Errors("a: [1, 2\n"), HasSubstr("f.yaml:"));
+  EXPECT_THAT(Errors("a: b: c\n"), HasSubstr("unexpected ':'"));
+}
+
+TEST(YamlReaderTest, AliasBombsStopAtTheNodeLimit) {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  char prev = 'a';
+  for (char c = 'b'; c <= 'j'; ++c) {
+    bomb += std::string(1, c) + ": &" + c + " [";
+    for (int i = 0; i < 10; ++i) bomb += std::string(i ? ", *" : "*") + prev;
+    bomb += "]\n";
+    prev = c;
+  }
+  EXPECT_THAT(Errors(bomb), HasSubstr("document is too large"));
+}
+
+TEST(YamlReaderTest, DeepNestingIsCapped) {
+  std::string deep(100, '[');
+  deep += std::string(100, ']');
+  EXPECT_THAT(Errors(deep), HasSubstr("nesting is deeper than 32 levels"));
+}
+
+TEST(YamlReaderTest, SizeIsCapped) {
+  ReadLimits limits;
+  limits.max_bytes = 10;
+  EXPECT_THAT(Errors("a: 12345678901234567890\n", limits), HasSubstr("at most 10 bytes"));
+}
+
+TEST(YamlReaderTest, RejectsComplexKeysAndTags) {
+  EXPECT_THAT(Errors("? [a]\n: 1\n"), HasSubstr("mapping keys must be plain text"));
+  EXPECT_THAT(Errors("a: !custom 1\n"), HasSubstr("unsupported YAML tag"));
+}
+
+}  // namespace
+}  // namespace tau::spec
