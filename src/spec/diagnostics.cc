@@ -26,7 +26,7 @@ std::string FormatDiagnostic(const Diagnostic& d) {
   return fmt::format("{}: {}", kind, d.message);
 }
 
-std::string Diagnostics::Format() const {
+std::vector<Diagnostic> Diagnostics::Sorted() const {
   std::map<std::string, size_t> file_order;
   for (const auto& d : items_) file_order.emplace(d.location.file, file_order.size());
   std::vector<size_t> order(items_.size());
@@ -40,9 +40,16 @@ std::string Diagnostics::Format() const {
     };
     return key(la) < key(lb);
   });
+  std::vector<Diagnostic> out;
+  out.reserve(order.size());
+  for (size_t i : order) out.push_back(items_[i]);
+  return out;
+}
+
+std::string Diagnostics::Format() const {
   std::string out;
-  for (size_t i : order) {
-    out += FormatDiagnostic(items_[i]);
+  for (const Diagnostic& d : Sorted()) {
+    out += FormatDiagnostic(d);
     out += '\n';
   }
   return out;

@@ -32,6 +32,10 @@ class Diagnostics {
   int error_count() const { return error_count_; }
   const std::vector<Diagnostic>& items() const { return items_; }
 
+  // The diagnostics in reading order: files in first-seen order, then line
+  // and column; --set overrides after the file; insertion order breaks ties.
+  std::vector<Diagnostic> Sorted() const;
+
   // Diagnostics ordered by source (files in first-seen order, then line and
   // column; insertion order breaks ties), one per line:
   //   job.yaml:7:3: error: unknown field "gpu" in compute; did you mean "gpus"?

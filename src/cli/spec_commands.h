@@ -1,0 +1,34 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tau::cli {
+
+// The commands that work on spec files alone. None of them needs or starts
+// a server. Each returns the process exit code (exit_codes.h).
+
+struct ValidateOptions {
+  std::vector<std::string> files;
+  std::vector<std::string> overrides;  // --set PATH=VALUE
+  std::string output;                  // "" (summary), "json" or "yaml": the resolved spec
+  bool quiet = false;                  // errors and warnings only
+};
+int RunValidate(const ValidateOptions& options);
+
+struct RenderOptions {
+  std::string file;
+  std::vector<std::string> overrides;
+  std::string object_name;  // metadata.name; default: the spec's name
+  std::string output = "yaml";  // "yaml" or "json"
+};
+int RunRender(const RenderOptions& options);
+
+int RunSchema();
+
+// `path` empty: the top-level fields.
+int RunExplain(const std::string& path);
+
+int RunVersion(const std::string& output);
+
+}  // namespace tau::cli
