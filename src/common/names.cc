@@ -39,6 +39,7 @@ Status CheckDns1123Subdomain(std::string_view s) {
   if (s.size() > 253) {
     return InvalidArgumentError(fmt::format("\"{}\" is {} characters; at most 253 are allowed", s, s.size()));
   }
+  if (s.find('.') == std::string_view::npos && s.size() <= 63) return CheckDns1123Label(s);
   size_t start = 0;
   while (true) {
     size_t dot = s.find('.', start);

@@ -202,6 +202,23 @@ std::string ExplainParserMessage(const std::string& msg) {
   return "invalid YAML: " + msg;
 }
 
+// 1-based number of the first line whose indentation contains a tab, or 0.
+int FirstTabIndentedLine(std::string_view text) {
+  int line = 1;
+  bool at_line_start = true;
+  for (char c : text) {
+    if (c == '\n') {
+      ++line;
+      at_line_start = true;
+    } else if (at_line_start && c == '\t') {
+      return line;
+    } else if (c != ' ') {
+      at_line_start = false;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 const Node* Node::Find(std::string_view key) const {
@@ -269,6 +286,13 @@ bool ReadYaml(std::string_view text, std::string_view file_name, const ReadLimit
     diags->Error(stop.where, stop.message);
     return false;
   } catch (const YAML::Exception& e) {
+    // yaml-cpp reports tab indentation as some later, unrelated error; name
+    // the first tab-indented line instead when there is one before it.
+    if (int tab_line = FirstTabIndentedLine(text); tab_line > 0 && tab_line <= e.mark.line + 1) {
+      diags->Error(Location{std::string(file_name), tab_line, 1},
+                   "invalid YAML: a tab indents this line; YAML indents with spaces only");
+      return false;
+    }
     diags->Error(Location{std::string(file_name), e.mark.line + 1, e.mark.column + 1},
                  ExplainParserMessage(e.msg));
     return false;
