@@ -52,9 +52,13 @@ int Main(int argc, char** argv) {
   schema_cmd->callback([&] { exit_code = RunSchema(); });
 
   std::string explain_path;
+  bool explain_markdown = false;
   auto* explain_cmd = app.add_subcommand("explain", "Describe a job spec field, e.g. compute.gpus");
   explain_cmd->add_option("FIELD", explain_path, "Dotted field path; omit for the top level");
-  explain_cmd->callback([&] { exit_code = RunExplain(explain_path); });
+  explain_cmd->add_flag("--markdown", explain_markdown, "Print the whole field reference as Markdown");
+  explain_cmd->callback([&] {
+    exit_code = explain_markdown ? RunExplainMarkdown() : RunExplain(explain_path);
+  });
 
   std::string version_output;
   auto* version_cmd = app.add_subcommand("version", "Print the version of tau");

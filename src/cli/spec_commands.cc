@@ -184,6 +184,11 @@ int RunExplain(const std::string& path) {
   return kExitOk;
 }
 
+int RunExplainMarkdown() {
+  std::printf("%s", spec::FieldReferenceMarkdown().c_str());
+  return kExitOk;
+}
+
 int RunVersion(const std::string& output) {
   if (output == "json") {
     nlohmann::json v = {{"version", kVersion}, {"commit", kGitCommit}};

@@ -29,6 +29,9 @@ int RunSchema();
 // `path` empty: the top-level fields.
 int RunExplain(const std::string& path);
 
+// Every field, as the Markdown reference in docs/spec.md.
+int RunExplainMarkdown();
+
 int RunVersion(const std::string& output);
 
 }  // namespace tau::cli

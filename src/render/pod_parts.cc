@@ -49,6 +49,8 @@ json Resources(const Quantity& cpus, const Quantity& memory, int64_t gpus) {
 }
 
 json EnvValue(const std::string& name, const std::string& value) {
+  // Kubernetes omits an empty value; an entry with only a name sets "".
+  if (value.empty()) return {{"name", name}};
   return {{"name", name}, {"value", value}};
 }
 

@@ -20,7 +20,7 @@ int64_t CeilSeconds(Duration d) { return (d.count() + 999) / 1000; }
 json EnvVarsMap(const json& env_list) {
   json out = json::object();
   for (const json& e : env_list) {
-    if (e.contains("value")) out[e["name"].get<std::string>()] = e["value"];
+    if (!e.contains("valueFrom")) out[e["name"].get<std::string>()] = e.value("value", "");
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,5 +41,13 @@ const FieldDoc* FindField(std::string_view path);
 // Names of the direct children of `parent` ("" for the top level), in
 // catalogue order.
 std::vector<std::string_view> ChildFieldNames(std::string_view parent);
+
+}  // namespace tau::spec
+
+namespace tau::spec {
+
+// The field reference of docs/spec.md (Markdown), generated from the
+// catalogue so the document cannot drift from the code.
+std::string FieldReferenceMarkdown();
 
 }  // namespace tau::spec

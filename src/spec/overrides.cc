@@ -67,8 +67,8 @@ void ApplyOverride(std::string_view assignment, Node* root, Diagnostics* diags) 
       key.location = here;
       Node child;
       child.location = here;
-      cur->entries.emplace_back(std::move(key), std::move(child));
-      next = &cur->entries.back().second;
+      cur->entries.push_back({std::move(key), std::move(child)});
+      next = &cur->entries.back().value;
     }
     if (i + 1 == path.size()) {
       *next = value;

@@ -175,7 +175,7 @@ class TreeBuilder final : public YAML::EventHandler {
     }
     // An empty value points at its key, which is where a reader looks.
     if (n.kind == Node::Kind::kNull) n.location = top.key.location;
-    top.node.entries.emplace_back(std::move(top.key), std::move(n));
+    top.node.entries.push_back({std::move(top.key), std::move(n)});
   }
 
   std::string_view file_;
@@ -200,6 +200,36 @@ std::string ExplainParserMessage(const std::string& msg) {
   if (msg == "end of map flow not found") return "invalid YAML: '{' without a matching '}'";
   if (msg.find("tab") != std::string::npos) return "invalid YAML: tabs cannot indent YAML; use spaces";
   return "invalid YAML: " + msg;
+}
+
+// Where the first byte that is not part of valid UTF-8 is (line 0: none).
+// Overlong forms, surrogates and code points past U+10FFFF are invalid.
+Location FirstInvalidUtf8(std::string_view s, std::string_view file) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (size_t k = 1; ok && k < len; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      ok = (cc >> 6) == 0x2;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (ok) {
+      static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+      ok = cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    }
+    if (!ok) return Location{std::string(file), line, column};
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += len;
+  }
+  return Location{};
 }
 
 // 1-based number of the first line whose indentation contains a tab, or 0.
@@ -256,6 +286,10 @@ bool ReadYaml(std::string_view text, std::string_view file_name, const ReadLimit
   }
   if (text.find('\0') != std::string_view::npos) {
     diags->Error(file_start, "file contains NUL bytes; a job spec is UTF-8 text");
+    return false;
+  }
+  if (Location bad = FirstInvalidUtf8(text, file_name); bad.line > 0) {
+    diags->Error(bad, "the file is not valid UTF-8 text; save it as UTF-8");
     return false;
   }
   std::istringstream in{std::string(text)};

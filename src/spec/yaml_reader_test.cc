@@ -88,3 +88,16 @@ TEST(YamlReaderTest, RejectsComplexKeysAndTags) {
 
 }  // namespace
 }  // namespace tau::spec
+
+namespace tau::spec {
+namespace {
+
+TEST(YamlReaderTest, RejectsInvalidUtf8WithItsPosition) {
+  EXPECT_THAT(Errors("a: ok\nb: caf\xc3\xa9 \x9e\n"), HasSubstr("f.yaml:2:9: error: the file is not valid UTF-8"));
+  EXPECT_THAT(Errors("a: \xc0\xaf\n"), HasSubstr("not valid UTF-8"));        // overlong '/'
+  EXPECT_THAT(Errors("a: \xed\xa0\x80\n"), HasSubstr("not valid UTF-8"));    // surrogate
+  EXPECT_EQ(Errors("a: caf\xc3\xa9 \xf0\x9f\x9a\x80\n"), "");
+}
+
+}  // namespace
+}  // namespace tau::spec

@@ -9,6 +9,8 @@
 
 namespace tau::spec {
 
+struct MapEntry;
+
 // A YAML document as a plain tree with source positions, independent of the
 // YAML library. Aliases are expanded; keys are scalars.
 struct Node {
@@ -24,7 +26,7 @@ struct Node {
   // kSequence.
   std::vector<Node> items;
   // kMapping, in document order; keys are kScalar nodes and unique.
-  std::vector<std::pair<Node, Node>> entries;
+  std::vector<MapEntry> entries;
 
   bool IsNull() const { return kind == Kind::kNull; }
   bool IsScalar() const { return kind == Kind::kScalar; }
@@ -37,6 +39,12 @@ struct Node {
 
   // "a mapping", "a list", "null", "the string \"x\"", "5".
   std::string Describe() const;
+};
+
+// One key/value pair of a mapping.
+struct MapEntry {
+  Node key;
+  Node value;
 };
 
 // Limits that keep hostile input from exhausting time or memory.
