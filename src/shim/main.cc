@@ -1,0 +1,239 @@
+// tau-shim: runs one attempt of a job (the containerd-shim / conmon
+// pattern). Uses libc only. Protocol: docs/shim.md.
+//
+//   tau-shim --status FILE --log FILE [--cwd DIR] [--grace-ms N]
+//            [--deadline-ms N] -- PROGRAM ARGS...
+//
+// It starts PROGRAM in its own process group with stdout and stderr
+// appended to the log file, keeps running when its parent (taugridd) dies,
+// turns SIGTERM/SIGINT/SIGHUP into "SIGTERM to the job's process group,
+// SIGKILL after the grace period", enforces the deadline the same way, and
+// finally writes the exit status atomically to the status file.
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace {
+
+struct Options {
+  const char* status_path = nullptr;
+  const char* log_path = nullptr;
+  const char* cwd = nullptr;
+  long long grace_ms = 30000;
+  long long deadline_ms = 0;  // 0: none
+  char** argv = nullptr;
+};
+
+long long NowMs(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+[[noreturn]] void Usage(const char* why) {
+  fprintf(stderr, "tau-shim: %s\nusage: tau-shim --status FILE --log FILE [--cwd DIR] "
+                  "[--grace-ms N] [--deadline-ms N] -- PROGRAM ARGS...\n", why);
+  exit(2);
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> char* {
+      if (i + 1 >= argc) Usage(("missing value for " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--status") o.status_path = value();
+    else if (a == "--log") o.log_path = value();
+    else if (a == "--cwd") o.cwd = value();
+    else if (a == "--grace-ms") o.grace_ms = atoll(value());
+    else if (a == "--deadline-ms") o.deadline_ms = atoll(value());
+    else if (a == "--") {
+      o.argv = argv + i + 1;
+      break;
+    } else Usage(("unknown option " + a).c_str());
+  }
+  if (!o.status_path || !o.log_path) Usage("--status and --log are required");
+  if (!o.argv || !o.argv[0]) Usage("no program after --");
+  return o;
+}
+
+void AppendJsonString(std::string* out, const char* s) {
+  out->push_back('"');
+  for (; *s; ++s) {
+    unsigned char c = static_cast<unsigned char>(*s);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      out->append(buf);
+    } else {
+      out->push_back(static_cast<char>(c));
+    }
+  }
+  out->push_back('"');
+}
+
+bool WriteAll(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Writes `json` to PATH.tmp, fsyncs it, renames it over PATH and fsyncs the
+// folder, so readers see either no file or the whole status.
+bool WriteStatusAtomically(const char* path, const std::string& json) {
+  std::string tmp = std::string(path) + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = WriteAll(fd, json) && fsync(fd) == 0;
+  close(fd);
+  if (!ok || rename(tmp.c_str(), path) != 0) return false;
+  std::string dir = path;
+  size_t slash = dir.rfind('/');
+  dir = slash == std::string::npos ? "." : dir.substr(0, slash == 0 ? 1 : slash);
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt = Parse(argc, argv);
+  // Nothing of the parent's reaches the job: close every inherited
+  // descriptor above stderr (the daemon's sockets, database, ...).
+  syscall(SYS_close_range, 3U, ~0U, 0U);
+  setsid();
+
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, s);
+  sigset_t original;
+  sigprocmask(SIG_BLOCK, &handled, &original);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::string error;
+  int log_fd = open(opt.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) error = std::string("cannot open log ") + opt.log_path + ": " + strerror(errno);
+
+  const long long started_at = NowMs(CLOCK_REALTIME);
+  const long long started_mono = NowMs(CLOCK_MONOTONIC);
+  pid_t child = -1;
+  if (error.empty()) {
+    child = fork();
+    if (child < 0) error = std::string("fork: ") + strerror(errno);
+  }
+  if (child == 0) {
+    setpgid(0, 0);
+    sigprocmask(SIG_SETMASK, &original, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, 0);
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
+    if (opt.cwd && chdir(opt.cwd) != 0) {
+      dprintf(2, "tau-shim: cannot enter %s: %s\n", opt.cwd, strerror(errno));
+      _exit(126);
+    }
+    execvp(opt.argv[0], opt.argv);
+    dprintf(2, "tau-shim: cannot run %s: %s\n", opt.argv[0], strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  if (child > 0) setpgid(child, child);  // also done by the child; whichever runs first
+
+  int wait_status = 0;
+  struct rusage usage;
+  memset(&usage, 0, sizeof usage);
+  const char* terminated_by = "";
+  long long kill_at_mono = -1;
+  while (child > 0) {
+    long long now = NowMs(CLOCK_MONOTONIC);
+    long long next = -1;  // ms until the next timed action
+    if (kill_at_mono >= 0) next = kill_at_mono - now;
+    else if (opt.deadline_ms > 0) next = started_mono + opt.deadline_ms - now;
+    if (next != -1 && next <= 0) {
+      if (kill_at_mono >= 0) {
+        kill(-child, SIGKILL);
+        kill_at_mono = now + 3600 * 1000LL;  // nothing else to escalate to
+      } else {
+        terminated_by = "deadline";
+        kill(-child, SIGTERM);
+        kill_at_mono = now + opt.grace_ms;
+      }
+      continue;
+    }
+    siginfo_t info;
+    int sig;
+    if (next < 0) {
+      sig = sigwaitinfo(&handled, &info);
+    } else {
+      struct timespec ts = {static_cast<time_t>(next / 1000), static_cast<long>((next % 1000) * 1000000)};
+      sig = sigtimedwait(&handled, &info, &ts);
+    }
+    if (sig == SIGCHLD) {
+      pid_t r = wait4(child, &wait_status, WNOHANG, &usage);
+      if (r == child) break;
+    } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+      if (kill_at_mono < 0) {
+        if (*terminated_by == '\0') terminated_by = "signal";
+        kill(-child, SIGTERM);
+        kill_at_mono = NowMs(CLOCK_MONOTONIC) + opt.grace_ms;
+      }
+    }
+  }
+  // Whatever the job left running in its process group goes with it.
+  if (child > 0) kill(-child, SIGKILL);
+
+  std::string json = "{\"version\":1";
+  char buf[256];
+  if (child > 0 && WIFEXITED(wait_status)) {
+    snprintf(buf, sizeof buf, ",\"exit_code\":%d,\"signal\":null", WEXITSTATUS(wait_status));
+  } else if (child > 0 && WIFSIGNALED(wait_status)) {
+    snprintf(buf, sizeof buf, ",\"exit_code\":null,\"signal\":%d", WTERMSIG(wait_status));
+  } else {
+    snprintf(buf, sizeof buf, ",\"exit_code\":null,\"signal\":null");
+  }
+  json += buf;
+  snprintf(buf, sizeof buf,
+           ",\"child_pid\":%d,\"started_at_ms\":%lld,\"finished_at_ms\":%lld,\"user_cpu_ms\":%lld,"
+           "\"system_cpu_ms\":%lld,\"max_rss_kb\":%ld,\"terminated_by\":",
+           static_cast<int>(child), started_at, NowMs(CLOCK_REALTIME),
+           static_cast<long long>(usage.ru_utime.tv_sec) * 1000 + usage.ru_utime.tv_usec / 1000,
+           static_cast<long long>(usage.ru_stime.tv_sec) * 1000 + usage.ru_stime.tv_usec / 1000,
+           usage.ru_maxrss);
+  json += buf;
+  AppendJsonString(&json, terminated_by);
+  json += ",\"error\":";
+  AppendJsonString(&json, error.c_str());
+  json += "}\n";
+  if (!WriteStatusAtomically(opt.status_path, json)) {
+    fprintf(stderr, "tau-shim: cannot write %s: %s\n", opt.status_path, strerror(errno));
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,189 @@
+#include "store/job_store.h"
+
+#include <fmt/format.h>
+
+#include "store/migrations.h"
+
+namespace tau::store {
+
+Result<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path) {
+  TAU_ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path));
+  std::unique_ptr<JobStore> store(new JobStore(std::move(db)));
+  TAU_RETURN_IF_ERROR(store->Migrate());
+  return store;
+}
+
+Result<int> JobStore::SchemaVersion() {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("PRAGMA user_version"));
+  TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? static_cast<int>(st.Int(0)) : 0;
+}
+
+Status JobStore::Migrate() {
+  TAU_ASSIGN_OR_RETURN(int version, SchemaVersion());
+  auto migrations = Migrations();
+  if (version > static_cast<int>(migrations.size())) {
+    return FailedPreconditionError(fmt::format(
+        "the database has schema version {}, newer than this taugridd knows ({}); use a newer "
+        "taugridd",
+        version, migrations.size()));
+  }
+  for (size_t i = static_cast<size_t>(version); i < migrations.size(); ++i) {
+    TAU_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+    TAU_RETURN_IF_ERROR(db_->Exec(migrations[i]).WithContext(fmt::format("migration {}", i + 1)));
+    TAU_RETURN_IF_ERROR(db_->Exec(fmt::format("PRAGMA user_version = {}", i + 1)));
+    TAU_RETURN_IF_ERROR(txn.Commit());
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+constexpr char kJobColumns[] =
+    "id, seq, name, workspace, queue, state, reason, message, exit_code, attempt, spec_json, "
+    "spec_sha256, snapshot_digest, submit_command, cancel_requested, created_at, admitted_at, "
+    "started_at, finished_at";
+
+void BindJob(Statement& st, const JobRecord& j) {
+  st.Bind(1, j.id).Bind(2, j.seq).Bind(3, j.name).Bind(4, j.workspace).Bind(5, j.queue)
+      .Bind(6, JobStateName(j.state)).Bind(7, j.reason).Bind(8, j.message).Bind(9, j.exit_code)
+      .Bind(10, j.attempt).Bind(11, j.spec_json).Bind(12, j.spec_sha256)
+      .Bind(13, j.snapshot_digest).Bind(14, j.submit_command)
+      .Bind(15, int64_t{j.cancel_requested ? 1 : 0}).Bind(16, j.created_at)
+      .Bind(17, j.admitted_at).Bind(18, j.started_at).Bind(19, j.finished_at);
+}
+
+}  // namespace
+
+Status JobStore::InsertJob(const JobRecord& job) {
+  TAU_ASSIGN_OR_RETURN(Statement st,
+                       db_->Prepare(fmt::format("INSERT INTO jobs ({}) VALUES "
+                                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                                kJobColumns)));
+  BindJob(st, job);
+  return st.Run();
+}
+
+Status JobStore::UpdateJob(const JobRecord& job) {
+  TAU_ASSIGN_OR_RETURN(Statement st,
+                       db_->Prepare("UPDATE jobs SET id=?1, seq=?2, name=?3, workspace=?4, queue=?5, "
+                                    "state=?6, reason=?7, message=?8, exit_code=?9, attempt=?10, "
+                                    "spec_json=?11, spec_sha256=?12, snapshot_digest=?13, "
+                                    "submit_command=?14, cancel_requested=?15, created_at=?16, "
+                                    "admitted_at=?17, started_at=?18, finished_at=?19 WHERE id=?1"));
+  BindJob(st, job);
+  TAU_RETURN_IF_ERROR(st.Run());
+  if (db_->Changes() != 1) return NotFoundError(fmt::format("job {} is not in the database", job.id));
+  return Status::Ok();
+}
+
+Status JobStore::DeleteJob(const std::string& id) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("DELETE FROM jobs WHERE id=?"));
+  st.Bind(1, id);
+  return st.Run();
+}
+
+Status JobStore::UpsertAttempt(const AttemptRecord& a) {
+  TAU_ASSIGN_OR_RETURN(
+      Statement st,
+      db_->Prepare("INSERT INTO attempts (job_id, number, state, reason, exit_code, signal, shim_pid, "
+                   "shim_start_ticks, gpus, started_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                   "ON CONFLICT(job_id, number) DO UPDATE SET state=excluded.state, "
+                   "reason=excluded.reason, exit_code=excluded.exit_code, signal=excluded.signal, "
+                   "shim_pid=excluded.shim_pid, shim_start_ticks=excluded.shim_start_ticks, "
+                   "gpus=excluded.gpus, started_at=excluded.started_at, "
+                   "finished_at=excluded.finished_at"));
+  st.Bind(1, a.job_id).Bind(2, a.number).Bind(3, AttemptStateName(a.state)).Bind(4, a.reason)
+      .Bind(5, a.exit_code).Bind(6, a.signal).Bind(7, a.shim_pid).Bind(8, a.shim_start_ticks)
+      .Bind(9, a.gpus).Bind(10, a.started_at).Bind(11, a.finished_at);
+  return st.Run();
+}
+
+Result<int64_t> JobStore::AppendEvent(const EventRecord& e) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("INSERT INTO events (job_id, at, type, reason, "
+                                                  "message) VALUES (?,?,?,?,?)"));
+  st.Bind(1, e.job_id).Bind(2, e.at).Bind(3, e.type).Bind(4, e.reason).Bind(5, e.message);
+  TAU_RETURN_IF_ERROR(st.Run());
+  return db_->LastInsertRowId();
+}
+
+Result<std::vector<JobRecord>> JobStore::LoadJobs() {
+  TAU_ASSIGN_OR_RETURN(Statement st,
+                       db_->Prepare(fmt::format("SELECT {} FROM jobs ORDER BY seq", kJobColumns)));
+  std::vector<JobRecord> out;
+  while (true) {
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    JobRecord j;
+    j.id = st.Text(0);
+    j.seq = st.Int(1);
+    j.name = st.Text(2);
+    j.workspace = st.Text(3);
+    j.queue = st.Text(4);
+    auto state = ParseJobState(st.Text(5));
+    if (!state) return InternalError(fmt::format("job {} has unknown state {}", j.id, st.Text(5)));
+    j.state = *state;
+    j.reason = st.Text(6);
+    j.message = st.Text(7);
+    j.exit_code = st.OptionalInt(8);
+    j.attempt = st.Int(9);
+    j.spec_json = st.Text(10);
+    j.spec_sha256 = st.Text(11);
+    j.snapshot_digest = st.Text(12);
+    j.submit_command = st.Text(13);
+    j.cancel_requested = st.Int(14) != 0;
+    j.created_at = st.Int(15);
+    j.admitted_at = st.OptionalInt(16);
+    j.started_at = st.OptionalInt(17);
+    j.finished_at = st.OptionalInt(18);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Result<std::vector<AttemptRecord>> JobStore::LoadAttempts() {
+  TAU_ASSIGN_OR_RETURN(Statement st,
+                       db_->Prepare("SELECT job_id, number, state, reason, exit_code, signal, "
+                                    "shim_pid, shim_start_ticks, gpus, started_at, finished_at "
+                                    "FROM attempts ORDER BY job_id, number"));
+  std::vector<AttemptRecord> out;
+  while (true) {
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    AttemptRecord a;
+    a.job_id = st.Text(0);
+    a.number = st.Int(1);
+    auto state = ParseAttemptState(st.Text(2));
+    if (!state) return InternalError(fmt::format("attempt {}/{} has unknown state", a.job_id, a.number));
+    a.state = *state;
+    a.reason = st.Text(3);
+    a.exit_code = st.OptionalInt(4);
+    a.signal = st.OptionalInt(5);
+    a.shim_pid = st.Int(6);
+    a.shim_start_ticks = st.Int(7);
+    a.gpus = st.Text(8);
+    a.started_at = st.OptionalInt(9);
+    a.finished_at = st.OptionalInt(10);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Result<std::vector<EventRecord>> JobStore::LoadEvents(const std::string& job_id, int64_t after_id,
+                                                      int limit) {
+  std::string sql = "SELECT id, job_id, at, type, reason, message FROM events WHERE id > ?1";
+  if (!job_id.empty()) sql += " AND job_id = ?2";
+  sql += " ORDER BY id LIMIT ?3";
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare(sql));
+  st.Bind(1, after_id).Bind(3, int64_t{limit});
+  if (!job_id.empty()) st.Bind(2, job_id);
+  std::vector<EventRecord> out;
+  while (true) {
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back({st.Int(0), st.Text(1), st.Int(2), st.Text(3), st.Text(4), st.Text(5)});
+  }
+  return out;
+}
+
+}  // namespace tau::store

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "store/records.h"
+#include "store/sqlite.h"
+
+namespace tau::store {
+
+// The jobs, attempts and events tables (docs/database.md). Every method
+// runs in the caller's transaction when one is open; the control loop opens
+// one per batch of changes so a change is durable before it is acted on.
+class JobStore {
+ public:
+  // Opens the database at `path` and applies pending migrations.
+  static Result<std::unique_ptr<JobStore>> Open(const std::string& path);
+
+  // The schema version after migrations (PRAGMA user_version).
+  Result<int> SchemaVersion();
+
+  Status InsertJob(const JobRecord& job);
+  Status UpdateJob(const JobRecord& job);
+  Status DeleteJob(const std::string& id);  // with its attempts and events
+  Status UpsertAttempt(const AttemptRecord& attempt);
+  // Appends an event and returns its id.
+  Result<int64_t> AppendEvent(const EventRecord& event);
+
+  Result<std::vector<JobRecord>> LoadJobs();
+  Result<std::vector<AttemptRecord>> LoadAttempts();
+  // Events with id > after_id, oldest first; all jobs when job_id is empty.
+  Result<std::vector<EventRecord>> LoadEvents(const std::string& job_id, int64_t after_id, int limit);
+
+  Result<Transaction> Begin() { return Transaction::Begin(db_.get()); }
+  Database* db() { return db_.get(); }
+
+ private:
+  explicit JobStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  Status Migrate();
+
+  std::unique_ptr<Database> db_;
+};
+
+}  // namespace tau::store

@@ -1,0 +1,143 @@
+#include "store/job_store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace tau::store {
+namespace {
+
+JobRecord Job(const std::string& id, int64_t seq) {
+  JobRecord j;
+  j.id = id;
+  j.seq = seq;
+  j.name = "train";
+  j.workspace = "default";
+  j.queue = "default";
+  j.spec_json = "{}";
+  j.spec_sha256 = "abc";
+  j.snapshot_digest = "def";
+  j.created_at = 1000 + seq;
+  return j;
+}
+
+class JobStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("tau-store-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Path() const { return (dir_ / "tau.db").string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(JobStoreTest, MigratesAndReopens) {
+  {
+    auto store = JobStore::Open(Path());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_EQ(*(*store)->SchemaVersion(), 1);
+    ASSERT_TRUE((*store)->InsertJob(Job("j_a", 1)).ok());
+  }
+  auto again = JobStore::Open(Path());
+  ASSERT_TRUE(again.ok());
+  auto jobs = (*again)->LoadJobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].id, "j_a");
+}
+
+TEST_F(JobStoreTest, RoundTripsEveryField) {
+  auto store = *JobStore::Open(Path());
+  JobRecord j = Job("j_b", 7);
+  j.state = JobState::kFailed;
+  j.reason = "ExitCode";
+  j.message = "exit code 3";
+  j.exit_code = 3;
+  j.attempt = 2;
+  j.cancel_requested = true;
+  j.admitted_at = 5;
+  j.started_at = 6;
+  j.finished_at = 9;
+  j.submit_command = "tau run x.yaml";
+  ASSERT_TRUE(store->InsertJob(j).ok());
+  auto loaded = (*store->LoadJobs())[0];
+  EXPECT_EQ(loaded.state, JobState::kFailed);
+  EXPECT_EQ(loaded.reason, "ExitCode");
+  EXPECT_EQ(loaded.exit_code, 3);
+  EXPECT_EQ(loaded.attempt, 2);
+  EXPECT_TRUE(loaded.cancel_requested);
+  EXPECT_EQ(loaded.finished_at, 9);
+  EXPECT_EQ(loaded.submit_command, "tau run x.yaml");
+  EXPECT_FALSE(loaded.exit_code == std::nullopt);
+
+  loaded.state = JobState::kSucceeded;
+  loaded.exit_code = std::nullopt;
+  ASSERT_TRUE(store->UpdateJob(loaded).ok());
+  auto updated = (*store->LoadJobs())[0];
+  EXPECT_EQ(updated.state, JobState::kSucceeded);
+  EXPECT_EQ(updated.exit_code, std::nullopt);
+  EXPECT_EQ(store->UpdateJob(Job("j_missing", 99)).code(), StatusCode::kNotFound);
+}
+
+TEST_F(JobStoreTest, AttemptsUpsertAndEventsPage) {
+  auto store = *JobStore::Open(Path());
+  ASSERT_TRUE(store->InsertJob(Job("j_c", 1)).ok());
+  AttemptRecord a{"j_c", 1, AttemptState::kRunning, "", std::nullopt, std::nullopt, 1234, 99, "0,1", 10, std::nullopt};
+  ASSERT_TRUE(store->UpsertAttempt(a).ok());
+  a.state = AttemptState::kSucceeded;
+  a.exit_code = 0;
+  ASSERT_TRUE(store->UpsertAttempt(a).ok());
+  auto attempts = *store->LoadAttempts();
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0].state, AttemptState::kSucceeded);
+  EXPECT_EQ(attempts[0].gpus, "0,1");
+  EXPECT_EQ(attempts[0].shim_start_ticks, 99);
+
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->AppendEvent({0, "j_c", i, "E" + std::to_string(i), "", ""}).ok());
+  auto first = *store->LoadEvents("j_c", 0, 2);
+  ASSERT_EQ(first.size(), 2u);
+  auto rest = *store->LoadEvents("j_c", first.back().id, 100);
+  ASSERT_EQ(rest.size(), 3u);
+  EXPECT_EQ(rest[0].type, "E2");
+
+  ASSERT_TRUE(store->DeleteJob("j_c").ok());
+  EXPECT_TRUE(store->LoadAttempts()->empty());
+  EXPECT_TRUE(store->LoadEvents("", 0, 100)->empty());
+}
+
+TEST_F(JobStoreTest, UncommittedTransactionsRollBack) {
+  auto store = *JobStore::Open(Path());
+  {
+    auto txn = store->Begin();
+    ASSERT_TRUE(txn.ok());
+    ASSERT_TRUE(store->InsertJob(Job("j_d", 1)).ok());
+  }
+  EXPECT_TRUE(store->LoadJobs()->empty());
+  {
+    auto txn = store->Begin();
+    ASSERT_TRUE(store->InsertJob(Job("j_e", 1)).ok());
+    ASSERT_TRUE(txn->Commit().ok());
+  }
+  EXPECT_EQ(store->LoadJobs()->size(), 1u);
+}
+
+TEST_F(JobStoreTest, DuplicateIdsAreRefused) {
+  auto store = *JobStore::Open(Path());
+  ASSERT_TRUE(store->InsertJob(Job("j_f", 1)).ok());
+  EXPECT_EQ(store->InsertJob(Job("j_f", 2)).code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(JobStoreTest, NewerSchemaIsRefused) {
+  {
+    auto store = *JobStore::Open(Path());
+    ASSERT_TRUE(store->db()->Exec("PRAGMA user_version = 99").ok());
+  }
+  auto again = JobStore::Open(Path());
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace tau::store

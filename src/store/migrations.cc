@@ -1,0 +1,61 @@
+#include "store/migrations.h"
+
+namespace tau::store {
+namespace {
+
+constexpr std::string_view kMigrations[] = {
+    // 1: jobs, attempts, events.
+    R"sql(
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  workspace TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  exit_code INTEGER,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  spec_json TEXT NOT NULL,
+  spec_sha256 TEXT NOT NULL,
+  snapshot_digest TEXT NOT NULL,
+  submit_command TEXT NOT NULL DEFAULT '',
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  admitted_at INTEGER,
+  started_at INTEGER,
+  finished_at INTEGER
+) STRICT;
+CREATE INDEX jobs_by_name ON jobs(name, seq);
+CREATE TABLE attempts (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  number INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  exit_code INTEGER,
+  signal INTEGER,
+  shim_pid INTEGER NOT NULL DEFAULT 0,
+  shim_start_ticks INTEGER NOT NULL DEFAULT 0,
+  gpus TEXT NOT NULL DEFAULT '',
+  started_at INTEGER,
+  finished_at INTEGER,
+  PRIMARY KEY (job_id, number)
+) STRICT;
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  at INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT ''
+) STRICT;
+CREATE INDEX events_by_job ON events(job_id, id);
+)sql",
+};
+
+}  // namespace
+
+std::span<const std::string_view> Migrations() { return kMigrations; }
+
+}  // namespace tau::store

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tau::store {
+
+// States of a job (docs/states.md). Terminal: Succeeded, Failed, Cancelled.
+enum class JobState { kQueued, kAdmitted, kRunning, kRetrying, kSucceeded, kFailed, kCancelled };
+
+std::string_view JobStateName(JobState s);
+std::optional<JobState> ParseJobState(std::string_view name);
+bool IsTerminal(JobState s);
+
+// States of one attempt (one run of a job).
+enum class AttemptState { kStarting, kRunning, kSucceeded, kFailed, kCancelled };
+std::string_view AttemptStateName(AttemptState s);
+std::optional<AttemptState> ParseAttemptState(std::string_view name);
+
+// Times are milliseconds since the Unix epoch.
+struct JobRecord {
+  std::string id;
+  int64_t seq = 0;  // submission order, increasing
+  std::string name;
+  std::string workspace;
+  std::string queue;
+  JobState state = JobState::kQueued;
+  std::string reason;   // typed reason of the last transition (ExitCode, Cancelled, ...)
+  std::string message;  // human text for the reason
+  std::optional<int64_t> exit_code;
+  int64_t attempt = 0;  // number of the current or last attempt; 0 before the first
+  std::string spec_json;
+  std::string spec_sha256;
+  std::string snapshot_digest;
+  std::string submit_command;
+  bool cancel_requested = false;
+  int64_t created_at = 0;
+  std::optional<int64_t> admitted_at;
+  std::optional<int64_t> started_at;
+  std::optional<int64_t> finished_at;
+};
+
+struct AttemptRecord {
+  std::string job_id;
+  int64_t number = 0;
+  AttemptState state = AttemptState::kStarting;
+  std::string reason;
+  std::optional<int64_t> exit_code;
+  std::optional<int64_t> signal;
+  // The tau-shim process running the attempt and its start time in clock
+  // ticks since boot (/proc/PID/stat field 22), which tells it apart from a
+  // later process that reuses the pid.
+  int64_t shim_pid = 0;
+  int64_t shim_start_ticks = 0;
+  std::string gpus;  // comma-separated GPU ids given to the attempt
+  std::optional<int64_t> started_at;
+  std::optional<int64_t> finished_at;
+};
+
+struct EventRecord {
+  int64_t id = 0;  // increasing across all jobs
+  std::string job_id;
+  int64_t at = 0;
+  std::string type;  // Submitted, Admitted, Started, Succeeded, Failed, CancelRequested, ...
+  std::string reason;
+  std::string message;
+};
+
+}  // namespace tau::store

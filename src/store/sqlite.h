@@ -1,0 +1,96 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace tau::store {
+
+class Statement;
+
+// A SQLite connection returning Status instead of error codes. Not
+// thread-safe: one thread owns a Database (the control loop owns the
+// writer). Opened in WAL mode with synchronous=NORMAL, foreign keys on and
+// a busy timeout.
+class Database {
+ public:
+  // Opens (creating when absent) the database file at `path`; ":memory:"
+  // opens a private in-memory database.
+  static Result<std::unique_ptr<Database>> Open(const std::string& path);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // Runs one or more statements that return no rows.
+  Status Exec(std::string_view sql);
+  Result<Statement> Prepare(std::string_view sql);
+
+  int64_t LastInsertRowId() const;
+  // Rows changed by the last INSERT, UPDATE or DELETE.
+  int Changes() const;
+
+  sqlite3* raw() { return db_; }
+
+ private:
+  explicit Database(sqlite3* db) : db_(db) {}
+  sqlite3* db_;
+};
+
+// A prepared statement. Bind parameters by 1-based index, Step through rows,
+// read columns by 0-based index.
+class Statement {
+ public:
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&& other) noexcept;
+  ~Statement();
+
+  Statement& Bind(int index, int64_t value);
+  Statement& Bind(int index, std::string_view value);
+  Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
+  Statement& Bind(int index, const std::string& value) { return Bind(index, std::string_view(value)); }
+  Statement& Bind(int index, std::optional<int64_t> value);
+  Statement& BindNull(int index);
+
+  // Advances to the next row: true when there is one, false when done.
+  Result<bool> Step();
+  // Steps until done (for statements without rows).
+  Status Run();
+  // Makes the statement ready to bind and step again.
+  void Reset();
+
+  int64_t Int(int column) const;
+  std::optional<int64_t> OptionalInt(int column) const;
+  std::string Text(int column) const;
+  bool IsNull(int column) const;
+
+ private:
+  friend class Database;
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Status BindStatus() const;
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+  int bind_error_ = 0;
+};
+
+// BEGIN IMMEDIATE ... COMMIT; rolls back in the destructor unless committed.
+class Transaction {
+ public:
+  static Result<Transaction> Begin(Database* db);
+  Transaction(Transaction&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
+  ~Transaction();
+  Status Commit();
+
+ private:
+  explicit Transaction(Database* db) : db_(db) {}
+  Database* db_;
+};
+
+}  // namespace tau::store
