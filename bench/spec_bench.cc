@@ -3,6 +3,7 @@
 // call. Results: docs/performance.md.
 
 #include <benchmark/benchmark.h>
+#include <yaml-cpp/yaml.h>
 
 #include "render/render.h"
 #include "spec/json_codec.h"
@@ -43,6 +44,14 @@ void BM_LoadAndValidateSeedSpec(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_LoadAndValidateSeedSpec);
+
+// Baseline: yaml-cpp building its own node tree from the same text, with no
+// validation. The difference to the benchmark above is what TauGrid's
+// positioned decoding and checks cost.
+void BM_BaselineYamlCppLoadOnly(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(YAML::Load(kSeed));
+}
+BENCHMARK(BM_BaselineYamlCppLoadOnly);
 
 void BM_RenderRayJobYaml(benchmark::State& state) {
   auto loaded = Load(kSeed);

@@ -2,7 +2,7 @@
 // pattern). Uses libc only. Protocol: docs/shim.md.
 //
 //   tau-shim --status FILE --log FILE [--cwd DIR] [--grace-ms N]
-//            [--deadline-ms N] -- PROGRAM ARGS...
+//            [--deadline-ms N] [--lock-fd N] -- PROGRAM ARGS...
 //
 // It starts PROGRAM in its own process group with stdout and stderr
 // appended to the log file, keeps running when its parent (taugridd) dies,
@@ -34,6 +34,7 @@ struct Options {
   const char* cwd = nullptr;
   long long grace_ms = 30000;
   long long deadline_ms = 0;  // 0: none
+  int lock_fd = -1;           // an inherited, locked descriptor held until exit
   char** argv = nullptr;
 };
 
@@ -45,7 +46,7 @@ long long NowMs(clockid_t clock) {
 
 [[noreturn]] void Usage(const char* why) {
   fprintf(stderr, "tau-shim: %s\nusage: tau-shim --status FILE --log FILE [--cwd DIR] "
-                  "[--grace-ms N] [--deadline-ms N] -- PROGRAM ARGS...\n", why);
+                  "[--grace-ms N] [--deadline-ms N] [--lock-fd N] -- PROGRAM ARGS...\n", why);
   exit(2);
 }
 
@@ -62,6 +63,7 @@ Options Parse(int argc, char** argv) {
     else if (a == "--cwd") o.cwd = value();
     else if (a == "--grace-ms") o.grace_ms = atoll(value());
     else if (a == "--deadline-ms") o.deadline_ms = atoll(value());
+    else if (a == "--lock-fd") o.lock_fd = atoi(value());
     else if (a == "--") {
       o.argv = argv + i + 1;
       break;
@@ -127,7 +129,19 @@ int main(int argc, char** argv) {
   Options opt = Parse(argc, argv);
   // Nothing of the parent's reaches the job: close every inherited
   // descriptor above stderr (the daemon's sockets, database, ...).
-  syscall(SYS_close_range, 3U, ~0U, 0U);
+  // The lock descriptor stays open (and locked) until this process exits.
+  if (opt.lock_fd >= 3) {
+    if (opt.lock_fd > 3) syscall(SYS_close_range, 3U, static_cast<unsigned>(opt.lock_fd - 1), 0U);
+    syscall(SYS_close_range, static_cast<unsigned>(opt.lock_fd + 1), ~0U, 0U);
+    fcntl(opt.lock_fd, F_SETFD, FD_CLOEXEC);
+    char pid_text[32];
+    int len = snprintf(pid_text, sizeof pid_text, "%d\n", static_cast<int>(getpid()));
+    if (ftruncate(opt.lock_fd, 0) != 0 || pwrite(opt.lock_fd, pid_text, static_cast<size_t>(len), 0) != len) {
+      fprintf(stderr, "tau-shim: cannot record pid in the lock file: %s\n", strerror(errno));
+    }
+  } else {
+    syscall(SYS_close_range, 3U, ~0U, 0U);
+  }
   setsid();
 
   sigset_t handled;
@@ -152,7 +166,7 @@ int main(int argc, char** argv) {
     setpgid(0, 0);
     sigprocmask(SIG_SETMASK, &original, nullptr);
     signal(SIGPIPE, SIG_DFL);
-    int null_fd = open("/dev/null", O_RDONLY);
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd >= 0) dup2(null_fd, 0);
     dup2(log_fd, 1);
     dup2(log_fd, 2);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <limits>
@@ -432,6 +433,8 @@ class Decoder {
         Location at = pos_->At(Join("runtime.env", name));
         if (Status st = CheckEnvVarName(name); !st.ok()) {
           diags_->Error(at, fmt::format("runtime.env: {}", st.message()));
+        } else if (name.size() > 255) {
+          diags_->Error(at, "runtime.env: a variable name is at most 255 characters");
         } else if (IsReservedEnvName(name)) {
           diags_->Error(at, fmt::format("runtime.env: {} is set by TauGrid and cannot be set in a "
                                         "spec (reserved: TAU_*, the torchrun variables and "
@@ -521,7 +524,13 @@ class Decoder {
     if (const Node* v = Optional(n, "experiment", "tags")) {
       StringMap(*v, "experiment.tags", &e->tags);
       for (const auto& [k, value] : e->tags) {
-        if (k.empty()) diags_->Error(pos_->At("experiment.tags"), "experiment.tags: empty tag name");
+        Location at = pos_->At(Join("experiment.tags", k));
+        bool printable = std::all_of(k.begin(), k.end(), [](char ch) {
+          return static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f;
+        });
+        if (k.empty() || k.size() > 63 || !printable) {
+          diags_->Error(at, "experiment.tags: a tag name is 1 to 63 printable characters");
+        }
       }
     }
   }
