@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli/exit_codes.h"
+#include "cli/job_commands.h"
 #include "cli/spec_commands.h"
 
 namespace tau::cli {
@@ -64,6 +65,85 @@ int Main(int argc, char** argv) {
   auto* version_cmd = app.add_subcommand("version", "Print the version of tau");
   version_cmd->add_option("-o,--output", version_output, "Output format")->check(CLI::IsMember({"json"}));
   version_cmd->callback([&] { exit_code = RunVersion(version_output); });
+
+  std::string command_line;
+  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+
+  RunOptions run;
+  run.command_line = command_line;
+  auto* run_cmd = app.add_subcommand("run", "Submit a job and print its id (or follow it with -f)");
+  run_cmd->add_option("FILE", run.file, "Job spec file")->required();
+  AddSetOption(run_cmd, &run.overrides);
+  run_cmd->add_flag("-f,--follow", run.follow,
+                    "Stream the logs until the job ends and exit with its exit code (Ctrl-C detaches)");
+  run_cmd->add_option("--queue", run.queue, "LocalQueue (same as --set queue=Q)");
+  run_cmd->add_option("--priority", run.priority, "WorkloadPriorityClass (same as --set priority=P)");
+  run_cmd->add_option("--name", run.name, "Job name (same as --set name=N)");
+  run_cmd->add_option("-o,--output", run.output, "Print the job as JSON instead of its id")
+      ->check(CLI::IsMember({"json"}));
+  run_cmd->callback([&] { exit_code = RunRun(run); });
+
+  ListOptions list;
+  auto* list_cmd = app.add_subcommand("list", "List jobs, newest first (finished ones included)");
+  list_cmd->alias("ls");
+  list_cmd->add_option("-o,--output", list.output, "Output format")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}))
+      ->capture_default_str();
+  list_cmd->add_option("--state", list.state, "Only jobs in this state (Queued, Running, Succeeded, ...)");
+  list_cmd->add_option("--workspace", list.workspace, "Only jobs of this workspace");
+  list_cmd->add_option("--limit", list.limit, "At most N jobs");
+  list_cmd->add_flag("-w,--watch", list.watch, "Redraw every 2 seconds");
+  list_cmd->callback([&] { exit_code = RunList(list); });
+
+  std::string status_job, status_output;
+  auto* status_cmd = app.add_subcommand("status", "Show a job: state, reason, attempts, timeline");
+  status_cmd->add_option("JOB", status_job, "Job id or name (the newest job of that name)")->required();
+  status_cmd->add_option("-o,--output", status_output, "Output format")->check(CLI::IsMember({"json", "yaml"}));
+  status_cmd->callback([&] { exit_code = RunStatus(status_job, status_output); });
+
+  LogsOptions logs;
+  auto* logs_cmd = app.add_subcommand("logs", "Print a job's output");
+  logs_cmd->add_option("JOB", logs.job, "Job id or name")->required();
+  logs_cmd->add_flag("-f,--follow", logs.follow, "Keep streaming until the job ends");
+  logs_cmd->add_option("--rank", logs.rank, "Rank (worker) whose output to show");
+  logs_cmd->add_option("--attempt", logs.attempt, "Attempt number, last (default) or all");
+  logs_cmd->add_option("--tail", logs.tail, "Start with the last N lines");
+  logs_cmd->callback([&] { exit_code = RunLogs(logs); });
+
+  std::vector<std::string> cancel_jobs;
+  auto* cancel_cmd = app.add_subcommand("cancel", "Cancel jobs (SIGTERM, then SIGKILL after the grace period)");
+  cancel_cmd->add_option("JOB", cancel_jobs, "Job ids or names")->required();
+  cancel_cmd->callback([&] { exit_code = RunCancel(cancel_jobs); });
+
+  std::string events_job;
+  bool events_follow = false;
+  auto* events_cmd = app.add_subcommand("events", "Print the event timeline of one job or of all jobs");
+  events_cmd->add_option("JOB", events_job, "Job id or name; all jobs when omitted");
+  events_cmd->add_flag("-f,--follow", events_follow, "Keep streaming new events");
+  events_cmd->callback([&] { exit_code = RunEvents(events_job, events_follow); });
+
+  std::vector<std::string> rm_jobs;
+  auto* rm_cmd = app.add_subcommand("rm", "Remove finished jobs and their files");
+  rm_cmd->add_option("JOB", rm_jobs, "Job ids or names")->required();
+  rm_cmd->callback([&] { exit_code = RunRemove(rm_jobs); });
+
+  std::string prune_age;
+  auto* prune_cmd = app.add_subcommand("prune", "Remove finished jobs older than a duration");
+  prune_cmd->add_option("--older-than", prune_age, "e.g. 7d, 12h")->required();
+  prune_cmd->callback([&] { exit_code = RunPrune(prune_age); });
+
+  auto* server_cmd = app.add_subcommand("server", "Start, stop or inspect the local taugridd");
+  server_cmd->require_subcommand(1);
+  bool foreground = false;
+  auto* start_cmd = server_cmd->add_subcommand("start", "Start taugridd (in the background unless --foreground)");
+  start_cmd->add_flag("--foreground", foreground, "Run in this terminal");
+  start_cmd->callback([&] { exit_code = RunServerStart(foreground); });
+  server_cmd->add_subcommand("stop", "Stop taugridd; running jobs keep running")->callback([&] {
+    exit_code = RunServerStop();
+  });
+  server_cmd->add_subcommand("status", "Show whether taugridd runs, where, and its jobs")->callback([&] {
+    exit_code = RunServerStatus();
+  });
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace tau::cli {
+
+// Where a server is and how to authenticate to it.
+struct ServerEndpoint {
+  std::string url;    // "http://127.0.0.1:PORT"
+  std::string token;
+};
+
+// A small JSON-over-HTTP client for /api/v1 (libcurl). API errors come back
+// as the Status the server named ({"code": "NotFound", ...}); a server that
+// does not answer is Unavailable.
+class ApiClient {
+ public:
+  explicit ApiClient(ServerEndpoint endpoint) : endpoint_(std::move(endpoint)) {}
+
+  Result<nlohmann::json> Get(std::string_view path);
+  Result<nlohmann::json> Post(std::string_view path, const nlohmann::json& body);
+  Status Delete(std::string_view path);
+  Status PutBlob(std::string_view digest, std::string_view data);
+  // GET `path` and hand each chunk of the body to `on_data` as it arrives;
+  // returning false from it stops the stream (not an error).
+  Status Stream(std::string_view path, const std::function<bool(std::string_view)>& on_data);
+
+  const ServerEndpoint& endpoint() const { return endpoint_; }
+
+ private:
+  Result<nlohmann::json> Request(const char* method, std::string_view path, std::string_view body,
+                                 const char* content_type);
+  ServerEndpoint endpoint_;
+};
+
+// Checks /healthz with a short timeout.
+bool ServerAnswers(const std::string& url);
+
+// "%2F"-style escaping of one URL path or query component.
+std::string UrlEscape(std::string_view text);
+
+}  // namespace tau::cli

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <filesystem>
+#include <optional>
+
+#include "cli/api_client.h"
+#include "common/result.h"
+#include "common/tau_home.h"
+
+namespace tau::cli {
+
+// What TAU_HOME/server.json says about the local server, when it exists.
+struct LocalServerInfo {
+  int64_t pid = 0;
+  std::string url;
+};
+std::optional<LocalServerInfo> ReadServerJson(const TauHome& home);
+
+// Finds the server to talk to: TAU_SERVER (with TAU_TOKEN) when set, else
+// the local one under TAU_HOME. When no local server answers and
+// `start_if_needed` is set, starts taugridd fully detached (own session,
+// output to TAU_HOME/server.log, no inherited descriptors), says so on
+// stderr, and waits until it answers.
+Result<ServerEndpoint> ConnectToServer(bool start_if_needed);
+
+// Starts taugridd for `home` in the background and waits until it
+// answers; returns its pid.
+Result<int64_t> StartBackgroundServer(const TauHome& home);
+
+// Path of the taugridd binary: beside this tau, else on PATH.
+std::string TaugriddPath();
+
+}  // namespace tau::cli

@@ -1,0 +1,421 @@
+#include "cli/job_commands.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/api_client.h"
+#include "cli/connect.h"
+#include "cli/exit_codes.h"
+#include "cli/table.h"
+#include "cli/terminal.h"
+#include "common/duration.h"
+#include "evidence/snapshot.h"
+#include "render/yaml_emitter.h"
+#include "spec/json_codec.h"
+#include "spec/load.h"
+
+namespace tau::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+int Fail(const Status& st) {
+  std::fprintf(stderr, "tau: %s\n", st.message().c_str());
+  return kExitFailure;
+}
+
+// Milliseconds since the epoch of an RFC 3339 UTC time ("...Z"), or -1.
+int64_t ParseTime(const json& value) {
+  if (!value.is_string()) return -1;
+  std::tm tm{};
+  int ms = 0;
+  std::string s = value.get<std::string>();
+  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &ms) < 6) {
+    return -1;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string Age(const json& time) {
+  int64_t t = ParseTime(time);
+  return t < 0 ? "-" : FormatDurationShort(Duration(NowMs() - t));
+}
+
+std::string Elapsed(const json& job) {
+  int64_t start = ParseTime(job["started_at"]);
+  if (start < 0) return "-";
+  int64_t end = ParseTime(job["finished_at"]);
+  return FormatDurationShort(Duration((end < 0 ? NowMs() : end) - start));
+}
+
+std::string StateText(const json& job) {
+  std::string state = job.value("state", "");
+  if (job.value("cancel_requested", false) && (state == "Running" || state == "Admitted")) return "Cancelling";
+  return state;
+}
+
+Result<ApiClient> Client(bool start_if_needed = true) {
+  TAU_ASSIGN_OR_RETURN(ServerEndpoint endpoint, ConnectToServer(start_if_needed));
+  return ApiClient(endpoint);
+}
+
+std::string JobPath(const std::string& job) { return "/api/v1/jobs/" + UrlEscape(job); }
+
+void PrintJsonOrYaml(const json& value, const std::string& output) {
+  if (output == "yaml") std::printf("%s", render::EmitYaml(value).c_str());
+  else std::printf("%s\n", value.dump(2).c_str());
+}
+
+// Splits a stream into lines and hands each whole line to `on_line`.
+class LineSplitter {
+ public:
+  explicit LineSplitter(std::function<void(const std::string&)> on_line) : on_line_(std::move(on_line)) {}
+  bool Feed(std::string_view data) {
+    buffer_.append(data);
+    size_t pos;
+    while ((pos = buffer_.find('\n')) != std::string::npos) {
+      on_line_(buffer_.substr(0, pos));
+      buffer_.erase(0, pos + 1);
+    }
+    return true;
+  }
+
+ private:
+  std::function<void(const std::string&)> on_line_;
+  std::string buffer_;
+};
+
+void OnInterruptDetach(int) {
+  static const char kMsg[] = "\ntau: detached; the job keeps running (tau logs -f to follow it again)\n";
+  (void)!::write(2, kMsg, sizeof kMsg - 1);
+  ::_exit(130);
+}
+
+}  // namespace
+
+int FollowJob(const std::string& id) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  ::signal(SIGINT, OnInterruptDetach);
+  Status st = client->Stream(JobPath(id) + "/logs?follow=true&attempt=all", [](std::string_view data) {
+    std::fwrite(data.data(), 1, data.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  if (!st.ok()) return Fail(st);
+  auto job = client->Get(JobPath(id));
+  if (!job.ok()) return Fail(job.error());
+  std::string state = job->value("state", "");
+  std::string reason = job->value("reason", "");
+  if (state == "Succeeded") return 0;
+  if (state == "Cancelled") return 130;
+  if (reason == "ExitCode" && (*job)["exit_code"].is_number_integer()) return (*job)["exit_code"].get<int>();
+  const json& attempts = (*job)["attempts"];
+  if (reason == "Signal" && !attempts.empty() && attempts.back()["signal"].is_number_integer()) {
+    return 128 + attempts.back()["signal"].get<int>();
+  }
+  std::fprintf(stderr, "tau: job %s ended %s: %s (%s)\n", id.c_str(), state.c_str(), reason.c_str(),
+               job->value("message", "").c_str());
+  return 125;
+}
+
+int RunRun(const RunOptions& o) {
+  std::vector<std::string> overrides = o.overrides;
+  if (!o.queue.empty()) overrides.push_back("queue=" + o.queue);
+  if (!o.priority.empty()) overrides.push_back("priority=" + o.priority);
+  if (!o.name.empty()) overrides.push_back("name=" + o.name);
+  spec::Diagnostics diags;
+  spec::LoadOptions load_options;
+  load_options.overrides = overrides;
+  auto loaded = spec::LoadJobSpecFile(o.file, load_options, &diags);
+  for (const auto& d : diags.Sorted()) std::fprintf(stderr, "%s\n", spec::FormatDiagnostic(d).c_str());
+  if (!loaded.ok()) {
+    if (diags.items().empty()) std::fprintf(stderr, "tau: %s\n", loaded.error().message().c_str());
+    return kExitUsage;
+  }
+  const spec::JobSpec& spec = loaded->spec;
+  if (spec::IsPythonFileEntrypoint(spec.run.entrypoint) &&
+      !fs::is_regular_file(loaded->working_dir / spec.run.entrypoint)) {
+    std::fprintf(stderr, "%s: error: run.entrypoint: \"%s\" is not in working_dir %s; nothing was submitted\n",
+                 o.file.c_str(), spec.run.entrypoint.c_str(), loaded->working_dir.c_str());
+    return kExitUsage;
+  }
+  auto snapshot = evidence::PackSnapshot(loaded->working_dir, {.exclude = spec.run.exclude});
+  if (!snapshot.ok()) return Fail(snapshot.error());
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  if (!client->Get("/api/v1/blobs/" + snapshot->digest).ok()) {
+    if (Status st = client->PutBlob(snapshot->digest, snapshot->blob); !st.ok()) return Fail(st);
+  }
+  json body = {{"spec", spec::JobSpecToJsonValue(spec)},
+               {"snapshot", snapshot->digest},
+               {"submit_command", o.command_line}};
+  auto job = client->Post("/api/v1/jobs", body);
+  if (!job.ok()) return Fail(job.error());
+  std::string id = job->value("id", "");
+  if (o.output == "json") std::printf("%s\n", job->dump(2).c_str());
+  else std::printf("%s\n", id.c_str());
+  std::fflush(stdout);
+  if (!o.follow) return kExitOk;
+  return FollowJob(id);
+}
+
+int RunList(const ListOptions& o) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  std::string query = "?";
+  if (!o.state.empty()) query += "state=" + UrlEscape(o.state) + "&";
+  if (!o.workspace.empty()) query += "workspace=" + UrlEscape(o.workspace) + "&";
+  if (o.limit > 0) query += fmt::format("limit={}&", o.limit);
+  while (true) {
+    auto result = client->Get("/api/v1/jobs" + query);
+    if (!result.ok()) return Fail(result.error());
+    const json& jobs = (*result)["jobs"];
+    if (o.output == "json" || o.output == "yaml") {
+      PrintJsonOrYaml(jobs, o.output);
+    } else {
+      bool wide = o.output == "wide";
+      std::vector<std::string> header = {"ID", "NAME", "WORKSPACE", "QUEUE", "STATE", "AGE", "DURATION", "GPUS"};
+      if (wide) {
+        header.insert(header.end(), {"ATTEMPT", "EXIT", "REASON", "PROJECT"});
+      }
+      std::vector<std::vector<std::string>> rows;
+      for (const json& j : jobs) {
+        std::vector<std::string> row = {j["id"], j["name"], j["workspace"], j["queue"], StateText(j),
+                                        Age(j["created_at"]), Elapsed(j),
+                                        std::to_string(j["resources"].value("gpus", 0))};
+        if (wide) {
+          row.push_back(std::to_string(j.value("attempt", 0)));
+          row.push_back(j["exit_code"].is_null() ? "-" : j["exit_code"].dump());
+          row.push_back(j.value("reason", ""));
+          row.push_back(j.value("project", ""));
+        }
+        rows.push_back(std::move(row));
+      }
+      if (o.watch) std::printf("\033[H\033[2J");
+      std::printf("%s", RenderTable(header, rows, TerminalWidth(stdout)).c_str());
+    }
+    std::fflush(stdout);
+    if (!o.watch) return kExitOk;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+}
+
+int RunStatus(const std::string& id, const std::string& output) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  auto job = client->Get(JobPath(id));
+  if (!job.ok()) return Fail(job.error());
+  std::vector<json> events;
+  LineSplitter splitter([&](const std::string& line) {
+    json e = json::parse(line, nullptr, false);
+    if (!e.is_discarded()) events.push_back(std::move(e));
+  });
+  if (Status st = client->Stream(JobPath(job->value("id", id)) + "/events",
+                                 [&](std::string_view d) { return splitter.Feed(d); });
+      !st.ok()) {
+    return Fail(st);
+  }
+  if (output == "json" || output == "yaml") {
+    json out = *job;
+    out["timeline"] = events;
+    PrintJsonOrYaml(out, output);
+    return kExitOk;
+  }
+  const json& j = *job;
+  const bool color = UseColor(stdout);
+  auto field = [&](const char* name, const std::string& value) {
+    std::printf("%s %s\n", Styled(fmt::format("{:<11}", name), Style::kBold, color).c_str(), value.c_str());
+  };
+  field("Job:", fmt::format("{} ({})", j.value("id", ""), j.value("name", "")));
+  field("Workspace:", fmt::format("{}   Queue: {}", j.value("workspace", ""), j.value("queue", "")));
+  std::string state = StateText(j);
+  if (!j.value("reason", "").empty()) state += fmt::format(" ({}: {})", j.value("reason", ""), j.value("message", ""));
+  field("State:", state);
+  const json& r = j["resources"];
+  field("Resources:", fmt::format("{} worker{}, {} CPU, {} memory, {} GPU{}", r.value("workers", 1),
+                                  r.value("workers", 1) == 1 ? "" : "s", r.value("cpus", ""), r.value("memory", ""),
+                                  r.value("gpus", 0), r.value("gpus", 0) == 1 ? "" : "s"));
+  if (!j.value("project", "").empty()) field("Project:", j.value("project", ""));
+  field("Created:", fmt::format("{} ({} ago)", j["created_at"].get<std::string>(), Age(j["created_at"])));
+  if (!j["started_at"].is_null()) field("Started:", j["started_at"].get<std::string>());
+  if (!j["finished_at"].is_null()) field("Finished:", j["finished_at"].get<std::string>());
+  field("Duration:", Elapsed(j));
+  if (!j["attempts"].empty()) {
+    std::printf("\n%s\n", Styled("Attempts:", Style::kBold, color).c_str());
+    std::vector<std::vector<std::string>> rows;
+    for (const json& a : j["attempts"]) {
+      std::string exit = a["exit_code"].is_null() ? (a["signal"].is_null() ? "-" : "signal " + a["signal"].dump())
+                                                  : a["exit_code"].dump();
+      rows.push_back({std::to_string(a.value("number", 0)), a.value("state", ""), exit, a.value("reason", ""),
+                      a["started_at"].is_null() ? "-" : a["started_at"].get<std::string>(),
+                      a["finished_at"].is_null() ? "-" : a["finished_at"].get<std::string>()});
+    }
+    std::printf("%s", RenderTable({"  #", "STATE", "EXIT", "REASON", "STARTED", "FINISHED"}, rows, TerminalWidth(stdout)).c_str());
+  }
+  std::printf("\n%s\n", Styled("Timeline:", Style::kBold, color).c_str());
+  std::vector<std::vector<std::string>> rows;
+  for (const json& e : events) {
+    rows.push_back({e.value("at", ""), e.value("type", ""), e.value("reason", ""), e.value("message", "")});
+  }
+  std::printf("%s", RenderTable({"TIME", "EVENT", "REASON", "MESSAGE"}, rows, TerminalWidth(stdout)).c_str());
+  return kExitOk;
+}
+
+int RunLogs(const LogsOptions& o) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  std::string path = JobPath(o.job) + fmt::format("/logs?rank={}", o.rank);
+  if (o.follow) path += "&follow=true";
+  if (!o.attempt.empty()) path += "&attempt=" + UrlEscape(o.attempt);
+  if (o.tail >= 0) path += fmt::format("&tail={}", o.tail);
+  if (o.follow) ::signal(SIGINT, [](int) { ::_exit(130); });
+  Status st = client->Stream(path, [](std::string_view data) {
+    std::fwrite(data.data(), 1, data.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  return st.ok() ? kExitOk : Fail(st);
+}
+
+int RunCancel(const std::vector<std::string>& jobs) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  int rc = kExitOk;
+  for (const std::string& id : jobs) {
+    auto job = client->Post(JobPath(id) + "/cancel", json::object());
+    if (!job.ok()) {
+      std::fprintf(stderr, "tau: %s: %s\n", id.c_str(), job.error().message().c_str());
+      rc = kExitFailure;
+      continue;
+    }
+    std::printf("%s: %s\n", job->value("id", id).c_str(),
+                job->value("state", "") == "Cancelled" ? "cancelled" : "cancelling (SIGTERM sent, SIGKILL after its grace period)");
+  }
+  return rc;
+}
+
+int RunEvents(const std::string& job, bool follow) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  std::string path = job.empty() ? "/api/v1/events?" : JobPath(job) + "/events?";
+  if (follow) path += "follow=true";
+  if (follow) ::signal(SIGINT, [](int) { ::_exit(130); });
+  LineSplitter splitter([](const std::string& line) {
+    json e = json::parse(line, nullptr, false);
+    if (e.is_discarded()) return;
+    std::printf("%s  %s  %-15s %-12s %s\n", e.value("at", "").c_str(), e.value("job_id", "").c_str(),
+                e.value("type", "").c_str(), e.value("reason", "").c_str(), e.value("message", "").c_str());
+    std::fflush(stdout);
+  });
+  Status st = client->Stream(path, [&](std::string_view d) { return splitter.Feed(d); });
+  return st.ok() ? kExitOk : Fail(st);
+}
+
+int RunRemove(const std::vector<std::string>& jobs) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  int rc = kExitOk;
+  for (const std::string& id : jobs) {
+    if (Status st = client->Delete(JobPath(id)); !st.ok()) {
+      std::fprintf(stderr, "tau: %s: %s\n", id.c_str(), st.message().c_str());
+      rc = kExitFailure;
+    } else {
+      std::printf("%s: removed\n", id.c_str());
+    }
+  }
+  return rc;
+}
+
+int RunPrune(const std::string& older_than) {
+  if (auto d = ParseDuration(older_than); !d.ok()) {
+    std::fprintf(stderr, "tau prune: --older-than: %s\n", d.error().message().c_str());
+    return kExitUsage;
+  }
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  auto result = client->Post("/api/v1/prune", {{"older_than", older_than}});
+  if (!result.ok()) return Fail(result.error());
+  std::printf("removed %zu finished job%s\n", (*result)["removed"].size(), (*result)["removed"].size() == 1 ? "" : "s");
+  return kExitOk;
+}
+
+int RunServerStart(bool foreground) {
+  TauHome home(TauHome::DefaultRoot());
+  if (auto info = ReadServerJson(home); info && ServerAnswers(info->url)) {
+    std::printf("taugridd is already running (pid %lld) at %s\n", static_cast<long long>(info->pid), info->url.c_str());
+    return kExitOk;
+  }
+  if (foreground) {
+    std::string daemon = TaugriddPath();
+    std::string home_arg = home.root().string();
+    ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), nullptr);
+    return Fail(ErrnoError(errno, "start " + daemon));
+  }
+  auto pid = StartBackgroundServer(home);
+  if (!pid.ok()) return Fail(pid.error());
+  auto info = ReadServerJson(home);
+  std::printf("started taugridd (pid %lld) at %s; log: %s\n", static_cast<long long>(*pid),
+              info ? info->url.c_str() : "?", home.server_log().c_str());
+  return kExitOk;
+}
+
+int RunServerStop() {
+  TauHome home(TauHome::DefaultRoot());
+  auto info = ReadServerJson(home);
+  if (!info || !ServerAnswers(info->url)) {
+    std::printf("no taugridd is running for %s\n", home.root().c_str());
+    return kExitOk;
+  }
+  if (::kill(static_cast<pid_t>(info->pid), SIGTERM) != 0) return Fail(ErrnoError(errno, "stop taugridd"));
+  for (int i = 0; i < 200 && ::kill(static_cast<pid_t>(info->pid), 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf("stopped taugridd (pid %lld); running jobs keep running\n", static_cast<long long>(info->pid));
+  return kExitOk;
+}
+
+int RunServerStatus() {
+  auto endpoint = ConnectToServer(/*start_if_needed=*/false);
+  if (!endpoint.ok()) {
+    std::printf("%s\n", endpoint.error().message().c_str());
+    return kExitFailure;
+  }
+  ApiClient client(*endpoint);
+  auto info = client.Get("/api/v1/info");
+  if (!info.ok()) return Fail(info.error());
+  auto jobs = client.Get("/api/v1/jobs");
+  std::map<std::string, int> counts;
+  if (jobs.ok()) {
+    for (const json& j : (*jobs)["jobs"]) ++counts[j.value("state", "")];
+  }
+  std::string summary;
+  for (const auto& [state, n] : counts) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
+  std::printf("taugridd %s (pid %lld) at %s\ncapacity: %s CPU, %s memory, %lld GPUs\njobs: %s\n",
+              info->value("version", "").c_str(), static_cast<long long>(info->value("pid", int64_t{0})),
+              endpoint->url.c_str(), (*info)["capacity"].value("cpus", "").c_str(),
+              (*info)["capacity"].value("memory", "").c_str(),
+              static_cast<long long>((*info)["capacity"].value("gpus", int64_t{0})),
+              summary.empty() ? "none" : summary.c_str());
+  return kExitOk;
+}
+
+}  // namespace tau::cli

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tau::cli {
+
+// Commands that talk to taugridd. Each returns the process exit code.
+
+struct RunOptions {
+  std::string file;
+  std::vector<std::string> overrides;
+  bool follow = false;
+  std::string queue, priority, name;
+  std::string output;  // "" or "json"
+  std::string command_line;  // recorded with the job
+};
+int RunRun(const RunOptions& options);
+
+struct ListOptions {
+  std::string output = "table";  // table | wide | json | yaml
+  std::string state, workspace;
+  int limit = 0;
+  bool watch = false;
+};
+int RunList(const ListOptions& options);
+
+int RunStatus(const std::string& job, const std::string& output);
+
+struct LogsOptions {
+  std::string job;
+  bool follow = false;
+  int rank = 0;
+  std::string attempt;  // "" (last), a number, "last" or "all"
+  int tail = -1;
+};
+int RunLogs(const LogsOptions& options);
+
+int RunCancel(const std::vector<std::string>& jobs);
+int RunEvents(const std::string& job, bool follow);
+int RunRemove(const std::vector<std::string>& jobs);
+int RunPrune(const std::string& older_than);
+
+int RunServerStart(bool foreground);
+int RunServerStop();
+int RunServerStatus();
+
+// Follows a job's logs (every attempt) until it ends and returns the exit
+// code `tau run -f` reports: the job's exit code, 128+N when a signal N
+// killed it, 130 when cancelled, 125 (reason on stderr) when it ended for a
+// platform reason without an exit code.
+int FollowJob(const std::string& id);
+
+}  // namespace tau::cli

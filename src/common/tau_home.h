@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace tau {
+
+// The layout of TAU_HOME, the embedded control plane's state folder
+// (docs/state.md):
+//   taugrid.db            SQLite database (WAL)
+//   taugridd.lock         held by the running taugridd
+//   server.json, token    how clients find and authenticate to it
+//   server.log            its log when started in the background
+//   blobs/sha256/HEX      uploaded code snapshots (content-addressed)
+//   jobs/ID/code/         the job's unpacked snapshot (its working folder)
+//   jobs/ID/attempts/N/   rank-R.log, status.json, lock of attempt N
+//   jobs/ID/checkpoints/  jobs/ID/outputs/  jobs/ID/metrics.jsonl
+class TauHome {
+ public:
+  explicit TauHome(std::filesystem::path root) : root_(std::move(root)) {}
+
+  // $TAU_HOME, else $XDG_DATA_HOME/taugrid, else ~/.local/share/taugrid.
+  static std::filesystem::path DefaultRoot();
+
+  const std::filesystem::path& root() const { return root_; }
+  std::filesystem::path database() const { return root_ / "taugrid.db"; }
+  std::filesystem::path daemon_lock() const { return root_ / "taugridd.lock"; }
+  std::filesystem::path server_json() const { return root_ / "server.json"; }
+  std::filesystem::path token() const { return root_ / "token"; }
+  std::filesystem::path server_log() const { return root_ / "server.log"; }
+  // `digest` is "sha256:HEX".
+  std::filesystem::path blob(const std::string& digest) const;
+  std::filesystem::path job_dir(const std::string& id) const { return root_ / "jobs" / id; }
+  std::filesystem::path code_dir(const std::string& id) const { return job_dir(id) / "code"; }
+  std::filesystem::path attempt_dir(const std::string& id, int64_t attempt) const;
+  std::filesystem::path log_file(const std::string& id, int64_t attempt, int rank) const;
+  std::filesystem::path status_file(const std::string& id, int64_t attempt) const;
+  std::filesystem::path attempt_lock(const std::string& id, int64_t attempt) const;
+  std::filesystem::path checkpoint_dir(const std::string& id) const { return job_dir(id) / "checkpoints"; }
+  std::filesystem::path output_dir(const std::string& id) const { return job_dir(id) / "outputs"; }
+  std::filesystem::path metrics_file(const std::string& id) const { return job_dir(id) / "metrics.jsonl"; }
+
+ private:
+  std::filesystem::path root_;
+};
+
+// A new job id: "j_" and 10 random characters from a-z and 2-7 (base32),
+// which is never a valid job name (names cannot contain '_').
+std::string NewJobId();
+bool IsJobId(std::string_view text);
+
+}  // namespace tau

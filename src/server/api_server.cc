@@ -1,0 +1,434 @@
+// The HTTP API. The only file that includes cpp-httplib.
+
+#include "server/api_server.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <openssl/crypto.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/duration.h"
+#include "common/log.h"
+#include "evidence/snapshot.h"
+#include "server/job_json.h"
+#include "store/job_store.h"
+
+namespace tau::server {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxJsonBody = 1 << 20;
+constexpr size_t kMaxBlobBody = (size_t{100} << 20) + (1 << 20);
+constexpr char kVersion[] = "0.1.0";
+
+int HttpStatusFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kFailedPrecondition: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAlreadyExists: return 409;
+    case StatusCode::kAborted: return 409;
+    case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kDeadlineExceeded: return 504;
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+void SendError(httplib::Response& res, const Status& st) {
+  res.status = HttpStatusFor(st.code());
+  json body = {{"code", StatusCodeName(st.code())}, {"message", st.message()}};
+  res.set_content(body.dump(), "application/json");
+}
+
+void SendJson(httplib::Response& res, const json& body, int status = 200) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// Reads up to `max` bytes of a file from `offset`.
+std::string ReadChunk(const fs::path& path, int64_t offset, size_t max) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string buf(max, '\0');
+  ssize_t n = ::pread(fd, buf.data(), max, offset);
+  ::close(fd);
+  buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return buf;
+}
+
+// Offset where the last `lines` lines of the file start.
+int64_t TailOffset(const fs::path& path, int64_t lines) {
+  std::error_code ec;
+  int64_t size = static_cast<int64_t>(fs::file_size(path, ec));
+  if (ec || lines <= 0) return ec ? 0 : size;
+  int64_t pos = size;
+  int64_t newlines = 0;
+  // A trailing newline ends the last line; it does not start a new one.
+  bool skip_last = true;
+  while (pos > 0) {
+    int64_t start = std::max<int64_t>(0, pos - 65536);
+    std::string block = ReadChunk(path, start, static_cast<size_t>(pos - start));
+    for (int64_t i = static_cast<int64_t>(block.size()) - 1; i >= 0; --i) {
+      if (block[static_cast<size_t>(i)] != '\n') continue;
+      if (skip_last && start + i == size - 1) {
+        skip_last = false;
+        continue;
+      }
+      if (++newlines == lines) return start + i + 1;
+    }
+    pos = start;
+  }
+  return 0;
+}
+
+}  // namespace
+
+class ApiServer::Impl {
+ public:
+  Impl(TauHome home, ControlLoop* loop, JobManager* jobs, StatePublisher* publisher,
+       ApiServerOptions options)
+      : home_(std::move(home)), loop_(loop), jobs_(jobs), publisher_(publisher), options_(std::move(options)) {
+    const int threads = options_.worker_threads;
+    server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    server_.set_payload_max_length(kMaxBlobBody);
+    server_.set_read_timeout(30, 0);
+    server_.set_write_timeout(30, 0);
+    server_.set_keep_alive_max_count(1000);
+    server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;
+      std::string auth = req.get_header_value("Authorization");
+      if (!ConstantTimeEquals(auth, "Bearer " + options_.token)) {
+        SendError(res, UnauthenticatedError(
+                           "missing or wrong token: send Authorization: Bearer <TAU_HOME/token>"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    server_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unexpected error";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      SendError(res, InternalError(what));
+    });
+    Routes();
+  }
+
+  Result<int> Bind() {
+    int port = options_.port == 0 ? server_.bind_to_any_port(options_.bind_address)
+                                  : (server_.bind_to_port(options_.bind_address, options_.port) ? options_.port : -1);
+    if (port < 0) {
+      return UnavailableError(fmt::format("cannot listen on {}:{}", options_.bind_address, options_.port));
+    }
+    return port;
+  }
+  void Serve() { server_.listen_after_bind(); }
+  void Stop() { server_.stop(); }
+
+ private:
+  template <typename T>
+  static Result<T> Run(ControlLoop* loop, std::function<Result<T>()> fn) {
+    return loop->Call(std::move(fn));
+  }
+
+  Result<json> ParseBody(const httplib::Request& req) {
+    if (req.body.size() > kMaxJsonBody) {
+      return InvalidArgumentError(fmt::format("request body is {} bytes; at most {} are accepted",
+                                              req.body.size(), kMaxJsonBody));
+    }
+    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object()) {
+      return InvalidArgumentError("request body is not a JSON object");
+    }
+    return body;
+  }
+
+  void Routes() {
+    server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      SendJson(res, {{"status", "ok"}, {"version", kVersion}});
+    });
+
+    server_.Get("/api/v1/info", [this](const httplib::Request&, httplib::Response& res) {
+      SendJson(res, {{"version", kVersion},
+                     {"pid", ::getpid()},
+                     {"capacity",
+                      {{"cpus", Quantity::FromMilli(options_.capacity.cpus_milli).ToString()},
+                       {"memory", Quantity::FromUnits(options_.capacity.memory_bytes, Quantity::Format::kBinary).ToString()},
+                       {"gpus", options_.capacity.gpus}}}});
+    });
+
+    // Code snapshots are uploaded before the job that uses them.
+    server_.Put(R"(/api/v1/blobs/(sha256:[0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
+      std::string digest = req.matches[1];
+      if (evidence::BlobDigest(req.body) != digest) {
+        SendError(res, InvalidArgumentError("the uploaded bytes do not match the digest in the path"));
+        return;
+      }
+      fs::path path = home_.blob(digest);
+      std::error_code ec;
+      fs::create_directories(path.parent_path(), ec);
+      fs::path tmp = path.string() + fmt::format(".tmp{}", ::gettid());
+      {
+        std::ofstream out(tmp, std::ios::binary);
+        out.write(req.body.data(), static_cast<std::streamsize>(req.body.size()));
+        out.flush();
+        if (!out) {
+          fs::remove(tmp, ec);
+          SendError(res, ResourceExhaustedError(fmt::format("cannot store the snapshot in {}: disk full?",
+                                                            path.parent_path().string())));
+          return;
+        }
+      }
+      fs::rename(tmp, path, ec);
+      if (ec) {
+        SendError(res, ErrnoError(ec.value(), "store the snapshot"));
+        return;
+      }
+      SendJson(res, {{"digest", digest}, {"size", req.body.size()}}, 201);
+    });
+    server_.Get(R"(/api/v1/blobs/(sha256:[0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
+      std::error_code ec;
+      if (fs::exists(home_.blob(req.matches[1]), ec)) SendJson(res, {{"digest", std::string(req.matches[1])}});
+      else SendError(res, NotFoundError("no such snapshot"));
+    });
+
+    server_.Post("/api/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+      auto body = ParseBody(req);
+      if (!body.ok()) return SendError(res, body.error());
+      SubmitRequest submit;
+      try {
+        submit.spec_json = body->at("spec").dump();
+        submit.snapshot_digest = body->at("snapshot").get<std::string>();
+        submit.submit_command = body->value("submit_command", "");
+      } catch (const json::exception&) {
+        return SendError(res, InvalidArgumentError("expected {\"spec\": {...}, \"snapshot\": \"sha256:...\"}"));
+      }
+      auto result = loop_->Call([&] { return jobs_->Submit(submit); });
+      if (!result.ok()) return SendError(res, result.error());
+      SendJson(res, JobToJson(**result), 201);
+    });
+
+    server_.Get("/api/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+      auto view = publisher_->Current();
+      std::string state = req.get_param_value("state");
+      std::string workspace = req.get_param_value("workspace");
+      std::string name = req.get_param_value("name");
+      int64_t limit = 0;
+      if (req.has_param("limit")) limit = std::atoll(req.get_param_value("limit").c_str());
+      json jobs = json::array();
+      for (auto it = view->jobs.rbegin(); it != view->jobs.rend(); ++it) {
+        const JobView& j = **it;
+        if (!state.empty() && store::JobStateName(j.job.state) != state) continue;
+        if (!workspace.empty() && j.job.workspace != workspace) continue;
+        if (!name.empty() && j.job.name != name) continue;
+        jobs.push_back(JobToJson(j));
+        if (limit > 0 && static_cast<int64_t>(jobs.size()) >= limit) break;
+      }
+      SendJson(res, {{"jobs", jobs}});
+    });
+
+    server_.Get(R"(/api/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      auto job = publisher_->Current()->Resolve(req.matches[1]);
+      if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
+      SendJson(res, JobToJson(*job));
+    });
+
+    server_.Post(R"(/api/v1/jobs/([^/]+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
+      std::string id = req.matches[1];
+      auto result = loop_->Call([&] { return jobs_->Cancel(id); });
+      if (!result.ok()) return SendError(res, result.error());
+      SendJson(res, JobToJson(**result));
+    });
+
+    server_.Delete(R"(/api/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      std::string id = req.matches[1];
+      Status st = loop_->Call([&] { return jobs_->Remove(id); });
+      if (!st.ok()) return SendError(res, st);
+      res.status = 204;
+    });
+
+    server_.Post("/api/v1/prune", [this](const httplib::Request& req, httplib::Response& res) {
+      auto body = ParseBody(req);
+      if (!body.ok()) return SendError(res, body.error());
+      auto age = ParseDuration(body->value("older_than", ""));
+      if (!age.ok()) return SendError(res, age.error());
+      auto removed = loop_->Call([&] { return jobs_->Prune(*age); });
+      if (!removed.ok()) return SendError(res, removed.error());
+      SendJson(res, {{"removed", *removed}});
+    });
+
+    server_.Get(R"(/api/v1/jobs/([^/]+)/logs)", [this](const httplib::Request& req, httplib::Response& res) { Logs(req, res); });
+    server_.Get("/api/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+      Events(req, res, req.get_param_value("job"));
+    });
+    server_.Get(R"(/api/v1/jobs/([^/]+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
+      auto job = publisher_->Current()->Resolve(req.matches[1]);
+      if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
+      Events(req, res, job->job.id);
+    });
+  }
+
+  // Streams a job's log. attempt: a number, "last" (default) or "all"
+  // (every attempt in turn, following new ones). With follow=true the
+  // stream ends only when the job has ended and every log is drained.
+  void Logs(const httplib::Request& req, httplib::Response& res) {
+    auto job = publisher_->Current()->Resolve(req.matches[1]);
+    if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
+    struct Cursor {
+      std::string id;
+      int64_t attempt = 0;
+      bool all = false;
+      bool follow = false;
+      int rank = 0;
+      int64_t offset = -1;  // -1: not positioned yet
+      int64_t tail = -1;
+    };
+    auto cur = std::make_shared<Cursor>();
+    cur->id = job->job.id;
+    cur->follow = req.get_param_value("follow") == "true";
+    cur->rank = std::atoi(req.get_param_value("rank").c_str());
+    if (req.has_param("tail")) cur->tail = std::atoll(req.get_param_value("tail").c_str());
+    std::string attempt = req.get_param_value("attempt");
+    if (attempt == "all") {
+      cur->all = true;
+      cur->attempt = 1;
+    } else if (attempt.empty() || attempt == "last") {
+      cur->attempt = std::max<int64_t>(1, job->job.attempt);
+    } else {
+      cur->attempt = std::atoll(attempt.c_str());
+      if (cur->attempt < 1 || cur->attempt > std::max<int64_t>(1, job->job.attempt)) {
+        return SendError(res, NotFoundError(fmt::format("job {} has no attempt {}", cur->id, attempt)));
+      }
+    }
+    res.set_chunked_content_provider("text/plain; charset=utf-8", [this, cur](size_t, httplib::DataSink& sink) {
+      while (true) {
+        if (!sink.is_writable()) return false;
+        // Read the state before the file: if the attempt had ended then,
+        // everything it wrote is in the file now, so EOF means drained.
+        auto view = publisher_->Current();
+        auto job = view->Resolve(cur->id);
+        if (!job) {
+          sink.done();
+          return true;
+        }
+        bool attempt_over = store::IsTerminal(job->job.state) || cur->attempt < job->job.attempt ||
+                            job->job.state == store::JobState::kQueued;
+        bool exists = cur->attempt <= job->job.attempt;
+        fs::path path = home_.log_file(cur->id, cur->attempt, cur->rank);
+        if (exists && cur->offset < 0) cur->offset = cur->tail >= 0 ? TailOffset(path, cur->tail) : 0;
+        if (exists) {
+          std::string chunk = ReadChunk(path, cur->offset, 64 * 1024);
+          if (!chunk.empty()) {
+            cur->offset += static_cast<int64_t>(chunk.size());
+            return sink.write(chunk.data(), chunk.size());
+          }
+        }
+        if (exists && attempt_over) {
+          bool more = cur->all && cur->attempt < job->job.attempt;
+          bool may_come = cur->all && cur->follow && !store::IsTerminal(job->job.state);
+          if (more) {
+            ++cur->attempt;
+            cur->offset = -1;
+            cur->tail = -1;
+            continue;
+          }
+          if (!may_come) {
+            sink.done();
+            return true;
+          }
+        }
+        if (!cur->follow && exists) {
+          sink.done();
+          return true;
+        }
+        publisher_->WaitNewer(view->version, std::chrono::milliseconds(100));
+      }
+    });
+  }
+
+  // Events as JSON lines, oldest first; follow=true keeps the stream open
+  // (for one job: until it has ended and its events are all sent).
+  void Events(const httplib::Request& req, httplib::Response& res, std::string job_id) {
+    auto store = store::JobStore::Open(home_.database().string());
+    if (!store.ok()) return SendError(res, store.error());
+    struct Cursor {
+      std::shared_ptr<store::JobStore> store;
+      std::string job_id;
+      int64_t after = 0;
+      bool follow = false;
+    };
+    auto cur = std::make_shared<Cursor>();
+    cur->store = std::shared_ptr<store::JobStore>(std::move(*store));
+    cur->job_id = std::move(job_id);
+    cur->after = std::atoll(req.get_param_value("after").c_str());
+    cur->follow = req.get_param_value("follow") == "true";
+    res.set_chunked_content_provider("application/x-ndjson", [this, cur](size_t, httplib::DataSink& sink) {
+      while (true) {
+        if (!sink.is_writable()) return false;
+        auto view = publisher_->Current();
+        auto events = cur->store->LoadEvents(cur->job_id, cur->after, 500);
+        if (!events.ok()) {
+          sink.done();
+          return true;
+        }
+        if (!events->empty()) {
+          std::string out;
+          for (const auto& e : *events) {
+            out += EventToJson(e).dump();
+            out += '\n';
+            cur->after = e.id;
+          }
+          return sink.write(out.data(), out.size());
+        }
+        bool ended = false;
+        if (!cur->job_id.empty()) {
+          auto job = view->Resolve(cur->job_id);
+          ended = !job || store::IsTerminal(job->job.state);
+        }
+        // The view was read before the events: a job that had ended then has
+        // every event of its in the batch just read.
+        if (!cur->follow || ended) {
+          sink.done();
+          return true;
+        }
+        publisher_->WaitNewer(view->version, std::chrono::milliseconds(500));
+      }
+    });
+  }
+
+  TauHome home_;
+  ControlLoop* loop_;
+  JobManager* jobs_;
+  StatePublisher* publisher_;
+  ApiServerOptions options_;
+  httplib::Server server_;
+};
+
+ApiServer::ApiServer(TauHome home, ControlLoop* loop, JobManager* jobs, StatePublisher* publisher,
+                     ApiServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(home), loop, jobs, publisher, std::move(options))) {}
+ApiServer::~ApiServer() = default;
+Result<int> ApiServer::Bind() { return impl_->Bind(); }
+void ApiServer::Serve() { impl_->Serve(); }
+void ApiServer::Stop() { impl_->Stop(); }
+
+}  // namespace tau::server

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "common/tau_home.h"
+#include "sched/resources.h"
+#include "server/control_loop.h"
+#include "server/job_manager.h"
+#include "server/state_view.h"
+
+namespace tau::server {
+
+struct ApiServerOptions {
+  std::string bind_address = "127.0.0.1";
+  int port = 0;  // 0: any free port
+  std::string token;
+  int worker_threads = 64;  // each log follower holds one while it streams
+  sched::Resources capacity;
+};
+
+// The HTTP/JSON API under /api/v1 (docs/openapi.yaml) plus /healthz. Reads
+// come from the published StateView; changes go through the control loop.
+// cpp-httplib is used only inside api_server.cc.
+class ApiServer {
+ public:
+  ApiServer(TauHome home, ControlLoop* loop, JobManager* jobs, StatePublisher* publisher,
+            ApiServerOptions options);
+  ~ApiServer();
+
+  // Binds the socket; returns the port it listens on.
+  Result<int> Bind();
+  // Serves requests until Stop (blocks the calling thread).
+  void Serve();
+  void Stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tau::server

@@ -1,0 +1,19 @@
+#include "server/attempt_runner.h"
+
+namespace tau::server {
+
+Result<exec::ShimProcess> LocalAttemptRunner::Start(const AttemptStart& s) {
+  exec::ShimLaunch launch;
+  launch.shim_path = shim_path_;
+  launch.argv = s.argv;
+  launch.env = s.env;
+  launch.cwd = s.cwd;
+  launch.log_path = s.log_path;
+  launch.status_path = s.status_path;
+  launch.lock_path = s.lock_path;
+  launch.grace_ms = s.grace_ms;
+  launch.deadline_ms = s.deadline_ms;
+  return exec::LaunchShim(launch);
+}
+
+}  // namespace tau::server

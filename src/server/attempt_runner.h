@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "exec/exit_status.h"
+#include "exec/process_watcher.h"
+#include "exec/shim_launcher.h"
+
+namespace tau::server {
+
+// Everything needed to start one attempt (one rank) of a job.
+struct AttemptStart {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // KEY=VALUE, complete
+  std::string cwd;
+  std::string log_path;
+  std::string status_path;
+  std::string lock_path;
+  int64_t grace_ms = 30000;
+  int64_t deadline_ms = 0;
+};
+
+// The executor seam of the control plane: starts, stops and watches
+// attempts. The local implementation runs each under tau-shim; the
+// Kubernetes backend will create pods instead.
+class AttemptRunner {
+ public:
+  virtual ~AttemptRunner() = default;
+  virtual Result<exec::ShimProcess> Start(const AttemptStart& start) = 0;
+  // Asks the attempt to stop; it gets its grace period, then SIGKILL.
+  virtual Status Stop(const exec::ShimProcess& shim) = 0;
+  // Reports `token` through the exit callback once `pid` is gone.
+  virtual Status Watch(uint64_t token, int64_t pid) = 0;
+  // Pid of the live shim holding an attempt's lock, if any.
+  virtual std::optional<int64_t> LockHolder(const std::string& lock_path) = 0;
+  virtual Result<exec::ExitStatus> ReadStatus(const std::string& status_path) = 0;
+};
+
+// Runs attempts as local processes under tau-shim.
+class LocalAttemptRunner final : public AttemptRunner {
+ public:
+  LocalAttemptRunner(std::string shim_path, std::function<void(uint64_t)> on_exit)
+      : shim_path_(std::move(shim_path)), watcher_(std::move(on_exit)) {}
+
+  Result<exec::ShimProcess> Start(const AttemptStart& start) override;
+  Status Stop(const exec::ShimProcess& shim) override { return exec::TerminateShim(shim); }
+  Status Watch(uint64_t token, int64_t pid) override { return watcher_.Watch(token, pid); }
+  std::optional<int64_t> LockHolder(const std::string& lock_path) override {
+    return exec::AttemptLockHolder(lock_path);
+  }
+  Result<exec::ExitStatus> ReadStatus(const std::string& path) override {
+    return exec::ReadExitStatus(path);
+  }
+
+ private:
+  std::string shim_path_;
+  exec::ProcessWatcher watcher_;
+};
+
+}  // namespace tau::server

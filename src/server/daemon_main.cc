@@ -1,0 +1,212 @@
+// taugridd: the embedded control plane (docs/server.md).
+//
+//   taugridd [--home DIR] [--port N] [--log-format logfmt|json] [--log-level L]
+//
+// Holds TAU_HOME/taugridd.lock while it runs (one daemon per TAU_HOME),
+// writes TAU_HOME/server.json and TAU_HOME/token, and stops on SIGTERM or
+// SIGINT, leaving running jobs running.
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/tau_home.h"
+#include "exec/process_info.h"
+#include "sched/admission_policy.h"
+#include "server/api_server.h"
+#include "server/attempt_runner.h"
+#include "server/control_loop.h"
+#include "server/job_manager.h"
+#include "server/state_view.h"
+#include "store/job_store.h"
+
+extern char** environ;
+
+namespace tau::server {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr char kVersion[] = "0.1.0";
+
+struct Flags {
+  fs::path home = TauHome::DefaultRoot();
+  int port = 0;
+  log::Format log_format = log::Format::kLogfmt;
+  log::Level log_level = log::Level::kInfo;
+};
+
+[[noreturn]] void Usage(const std::string& why) {
+  std::fprintf(stderr, "taugridd: %s\nusage: taugridd [--home DIR] [--port N] [--log-format logfmt|json] "
+                       "[--log-level debug|info|warn|error]\n", why.c_str());
+  std::exit(2);
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Usage("missing value for " + a);
+      return argv[++i];
+    };
+    if (a == "--home") f.home = value();
+    else if (a == "--port") f.port = std::atoi(value().c_str());
+    else if (a == "--log-format") {
+      std::string v = value();
+      if (v == "json") f.log_format = log::Format::kJson;
+      else if (v == "logfmt") f.log_format = log::Format::kLogfmt;
+      else Usage("--log-format is logfmt or json");
+    } else if (a == "--log-level") {
+      if (!log::ParseLevel(value(), &f.log_level)) Usage("--log-level is debug, info, warn or error");
+    } else if (a == "--help" || a == "-h") {
+      Usage("the embedded TauGrid control plane");
+    } else {
+      Usage("unknown option " + a);
+    }
+  }
+  return f;
+}
+
+// Writes `data` to `path` atomically with the given mode.
+Status WriteFileAtomically(const fs::path& path, const std::string& data, mode_t mode) {
+  fs::path tmp = path.string() + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return ErrnoError(errno, fmt::format("write {}", tmp.string()));
+  ::fchmod(fd, mode);
+  bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()) && ::fsync(fd) == 0;
+  int err = errno;
+  ::close(fd);
+  if (!ok) return ErrnoError(err, fmt::format("write {}", tmp.string()));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError(errno, fmt::format("rename {}", path.string()));
+  return Status::Ok();
+}
+
+Result<std::string> LoadOrCreateToken(const fs::path& path) {
+  std::ifstream in(path);
+  std::string token;
+  if (in && std::getline(in, token) && token.size() >= 32) return token;
+  unsigned char bytes[24];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) return InternalError("no randomness for the API token");
+  token.clear();
+  for (unsigned char b : bytes) token += fmt::format("{:02x}", b);
+  TAU_RETURN_IF_ERROR(WriteFileAtomically(path, token + "\n", 0600));
+  return token;
+}
+
+std::string SelfDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "." : exe.parent_path().string();
+}
+
+int Main(int argc, char** argv) {
+  Flags flags = ParseFlags(argc, argv);
+  log::Configure(flags.log_level, flags.log_format);
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  // Block before any thread starts so only sigwait below sees them.
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  TauHome home(flags.home);
+  std::error_code ec;
+  fs::create_directories(home.root(), ec);
+  if (ec) {
+    log::Error("server", "cannot create TAU_HOME", {{"path", home.root().string()}, {"error", ec.message()}});
+    return 1;
+  }
+  ::chmod(home.root().c_str(), 0700);
+  int lock_fd = ::open(home.daemon_lock().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    std::fprintf(stderr, "taugridd: another taugridd is running for %s\n", home.root().c_str());
+    return 1;
+  }
+
+  auto capacity_info = exec::ReadMachineCapacity();
+  if (!capacity_info.ok()) {
+    log::Error("server", "cannot read the machine's capacity", {{"error", capacity_info.status().ToString()}});
+    return 1;
+  }
+  sched::Resources capacity{capacity_info->cpus_milli, capacity_info->memory_bytes, 0};
+
+  auto store = store::JobStore::Open(home.database().string());
+  if (!store.ok()) {
+    log::Error("server", "cannot open the database", {{"error", store.status().ToString()}});
+    return 1;
+  }
+  auto token = LoadOrCreateToken(home.token());
+  if (!token.ok()) {
+    log::Error("server", "cannot write the token", {{"error", token.status().ToString()}});
+    return 1;
+  }
+
+  JobManagerOptions options;
+  options.capacity = capacity;
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "TAU_", 4) != 0) options.base_env.emplace_back(*e);
+  }
+  StatePublisher publisher;
+  ControlLoop loop;
+  JobManager* jobs_ptr = nullptr;
+  LocalAttemptRunner runner(SelfDir() + "/tau-shim", [&loop, &jobs_ptr](uint64_t token) {
+    loop.Post([&jobs_ptr, token] { jobs_ptr->OnShimExit(token); });
+  });
+  sched::FifoPolicy policy;
+  JobManager jobs(home, store->get(), &runner, &policy, SystemClock::Get(), options, &publisher);
+  jobs_ptr = &jobs;
+  Status recovered = loop.Call([&] { return jobs.Recover(); });
+  if (!recovered.ok()) {
+    log::Error("server", "cannot recover the state", {{"error", recovered.ToString()}});
+    return 1;
+  }
+
+  ApiServerOptions api_options;
+  api_options.port = flags.port;
+  api_options.token = *token;
+  api_options.capacity = capacity;
+  ApiServer api(home, &loop, &jobs, &publisher, api_options);
+  auto port = api.Bind();
+  if (!port.ok()) {
+    log::Error("server", "cannot listen", {{"error", port.status().ToString()}});
+    return 1;
+  }
+  std::thread http([&] { api.Serve(); });
+  std::string url = fmt::format("http://127.0.0.1:{}", *port);
+  nlohmann::json info = {{"pid", ::getpid()}, {"port", *port}, {"url", url}, {"version", kVersion}};
+  if (Status st = WriteFileAtomically(home.server_json(), info.dump() + "\n", 0600); !st.ok()) {
+    log::Error("server", "cannot write server.json", {{"error", st.ToString()}});
+    api.Stop();
+    http.join();
+    return 1;
+  }
+  log::Info("server", "listening", {{"url", url}, {"home", home.root().string()}, {"pid", std::to_string(::getpid())}});
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  log::Info("server", "stopping; running jobs keep running", {{"signal", strsignal(sig)}});
+  fs::remove(home.server_json(), ec);
+  api.Stop();
+  http.join();
+  loop.Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace tau::server
+
+int main(int argc, char** argv) { return tau::server::Main(argc, argv); }

@@ -1,0 +1,78 @@
+#include "server/job_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "common/quantity.h"
+#include "common/strings.h"
+
+namespace tau::server {
+using nlohmann::json;
+
+namespace {
+
+json Time(const std::optional<int64_t>& ms) {
+  if (!ms) return nullptr;
+  return FormatRfc3339(Clock::WallTime(std::chrono::milliseconds(*ms)));
+}
+
+json OptionalInt(const std::optional<int64_t>& v) {
+  if (!v) return nullptr;
+  return *v;
+}
+
+}  // namespace
+
+json JobToJson(const JobView& v) {
+  const store::JobRecord& j = v.job;
+  json attempts = json::array();
+  for (const auto& a : v.attempts) {
+    json gpus = json::array();
+    for (const auto& g : Split(a.gpus, ',')) {
+      if (!g.empty()) gpus.push_back(g);
+    }
+    attempts.push_back({{"number", a.number},
+                        {"state", store::AttemptStateName(a.state)},
+                        {"reason", a.reason},
+                        {"exit_code", OptionalInt(a.exit_code)},
+                        {"signal", OptionalInt(a.signal)},
+                        {"gpus", gpus},
+                        {"started_at", Time(a.started_at)},
+                        {"finished_at", Time(a.finished_at)}});
+  }
+  return {{"id", j.id},
+          {"name", j.name},
+          {"workspace", j.workspace},
+          {"queue", j.queue},
+          {"state", store::JobStateName(j.state)},
+          {"reason", j.reason},
+          {"message", j.message},
+          {"exit_code", OptionalInt(j.exit_code)},
+          {"attempt", j.attempt},
+          {"attempts", attempts},
+          {"cancel_requested", j.cancel_requested},
+          {"resources",
+           {{"workers", v.workers},
+            {"gpus", v.gpus},
+            {"cpus", Quantity::FromMilli(v.cpus_milli).ToString()},
+            {"memory", Quantity::FromUnits(v.memory_bytes, Quantity::Format::kBinary).ToString()}}},
+          {"project", v.project},
+          {"spec_sha256", j.spec_sha256},
+          {"snapshot", j.snapshot_digest},
+          {"submit_command", j.submit_command},
+          {"created_at", Time(j.created_at)},
+          {"admitted_at", Time(j.admitted_at)},
+          {"started_at", Time(j.started_at)},
+          {"finished_at", Time(j.finished_at)}};
+}
+
+json EventToJson(const store::EventRecord& e) {
+  return {{"id", e.id},
+          {"job_id", e.job_id},
+          {"at", Time(e.at)},
+          {"type", e.type},
+          {"reason", e.reason},
+          {"message", e.message}};
+}
+
+}  // namespace tau::server

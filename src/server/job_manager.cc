@@ -1,0 +1,600 @@
+#include "server/job_manager.h"
+
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/log.h"
+#include "common/strings.h"
+#include "evidence/snapshot.h"
+#include "exec/process_info.h"
+#include "spec/command.h"
+#include "spec/json_codec.h"
+#include "spec/load.h"
+
+namespace tau::server {
+namespace fs = std::filesystem;
+using store::AttemptRecord;
+using store::AttemptState;
+using store::JobState;
+
+namespace {
+
+// A TCP port on 127.0.0.1 nobody listens on now (for torchrun's rendezvous).
+int FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 29500;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+Result<spec::JobSpec> DecodeSpec(const std::string& json) {
+  spec::Diagnostics diags;
+  spec::LoadOptions options;
+  options.check_files = false;
+  auto loaded = spec::LoadJobSpecText(json, "spec", "/", options, &diags);
+  if (!loaded.ok()) {
+    return InvalidArgumentError(fmt::format("the spec is not valid:\n{}", diags.Format()));
+  }
+  return loaded->spec;
+}
+
+sched::Resources RequestOf(const spec::JobSpec& s) {
+  const int64_t w = s.compute.workers;
+  return {s.compute.cpus.milli() * w, s.compute.memory.milli() / 1000 * w, s.compute.gpus * w};
+}
+
+}  // namespace
+
+JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runner,
+                       const sched::AdmissionPolicy* policy, const Clock* clock,
+                       JobManagerOptions options, StatePublisher* publisher)
+    : home_(std::move(home)),
+      store_(store),
+      runner_(runner),
+      policy_(policy),
+      clock_(clock),
+      options_(std::move(options)),
+      publisher_(publisher),
+      gpu_busy_(static_cast<size_t>(options_.capacity.gpus), false) {}
+
+int64_t JobManager::NowMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_->Now().time_since_epoch()).count();
+}
+
+Result<JobManager::Job*> JobManager::Find(const std::string& id_or_name) {
+  auto it = jobs_by_id_.find(id_or_name);
+  if (it != jobs_by_id_.end()) return it->second;
+  for (auto rit = jobs_by_seq_.rbegin(); rit != jobs_by_seq_.rend(); ++rit) {
+    if (rit->second->rec.name == id_or_name) return rit->second.get();
+  }
+  return NotFoundError(fmt::format("no job with id or name \"{}\"", id_or_name));
+}
+
+Status JobManager::AppendEvent(const Job& job, std::string type, std::string reason,
+                               std::string message) {
+  TAU_ASSIGN_OR_RETURN(int64_t id, store_->AppendEvent({0, job.rec.id, NowMs(), std::move(type),
+                                                        std::move(reason), std::move(message)}));
+  last_event_id_ = id;
+  return Status::Ok();
+}
+
+Status JobManager::SaveJob(Job& job) {
+  job.view.reset();
+  return store_->UpdateJob(job.rec);
+}
+
+Status JobManager::SaveAttempt(Job& job, const AttemptRecord& attempt) {
+  job.view.reset();
+  bool found = false;
+  for (auto& a : job.attempts) {
+    if (a.number == attempt.number) {
+      a = attempt;
+      found = true;
+    }
+  }
+  if (!found) job.attempts.push_back(attempt);
+  return store_->UpsertAttempt(attempt);
+}
+
+void JobManager::LogStoreFailure(const Job& job, const Status& st) {
+  log::Error("jobs", "could not commit a change to the database",
+             {{"job", job.rec.id}, {"error", st.ToString()}});
+}
+
+// ---- submit, cancel, remove -------------------------------------------
+
+Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& req) {
+  TAU_ASSIGN_OR_RETURN(spec::JobSpec spec, DecodeSpec(req.spec_json));
+  if (spec.run.workload_kind == spec::WorkloadKind::kRayJob) {
+    return FailedPreconditionError(
+        "workload_kind rayjob needs the Kubernetes backend or local Ray support, which this "
+        "taugridd does not have yet; run it as workload_kind job, or render it with `tau render` "
+        "for a cluster with KubeRay");
+  }
+  if (spec.compute.workers > 1) {
+    return FailedPreconditionError(
+        "gangs (compute.workers > 1) are not supported by this taugridd's local executor yet");
+  }
+  if (!spec.runtime.pip.empty()) {
+    return FailedPreconditionError(
+        "runtime.pip is not supported by this taugridd's local executor yet; install the packages "
+        "into the Python the job runs with, or leave runtime.pip out");
+  }
+  sched::Resources request = RequestOf(spec);
+  TAU_RETURN_IF_ERROR(policy_->CheckFeasible(request, options_.capacity));
+
+  std::error_code ec;
+  fs::path blob = home_.blob(req.snapshot_digest);
+  if (!fs::exists(blob, ec)) {
+    return FailedPreconditionError(fmt::format("snapshot {} has not been uploaded", req.snapshot_digest));
+  }
+
+  auto job = std::make_unique<Job>();
+  do {
+    job->rec.id = NewJobId();
+  } while (jobs_by_id_.count(job->rec.id));
+  job->rec.seq = next_seq_;
+  job->rec.name = spec.name;
+  job->rec.workspace = spec.workspace;
+  job->rec.queue = spec.queue;
+  job->rec.state = JobState::kQueued;
+  job->rec.spec_json = spec::JobSpecToJson(spec);
+  job->rec.spec_sha256 = spec::JobSpecSha256(spec);
+  job->rec.snapshot_digest = req.snapshot_digest;
+  job->rec.submit_command = req.submit_command;
+  job->rec.created_at = NowMs();
+  job->spec = std::move(spec);
+  job->request = request;
+
+  // Files first: a failure here (disk full) leaves the database untouched.
+  fs::path dir = home_.job_dir(job->rec.id);
+  auto cleanup = [&] { fs::remove_all(dir, ec); };
+  {
+    std::ifstream in(blob, std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Status st = evidence::UnpackSnapshot(data, home_.code_dir(job->rec.id));
+    for (const fs::path& d : {home_.checkpoint_dir(job->rec.id), home_.output_dir(job->rec.id)}) {
+      if (st.ok() && !fs::create_directories(d, ec) && ec) st = ErrnoError(ec.value(), d.string());
+    }
+    if (!st.ok()) {
+      cleanup();
+      return st.WithContext("preparing the job's folder");
+    }
+  }
+  {
+    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+    Status st = store_->InsertJob(job->rec);
+    if (st.ok()) st = AppendEvent(*job, "Submitted", "", fmt::format("queued in {}/{}", job->rec.workspace, job->rec.queue));
+    if (st.ok()) st = txn.Commit();
+    if (!st.ok()) {
+      cleanup();
+      return st.WithContext("saving the job");
+    }
+  }
+  ++next_seq_;
+  Job* raw = job.get();
+  jobs_by_id_[raw->rec.id] = raw;
+  jobs_by_seq_[raw->rec.seq] = std::move(job);
+  RunAdmission();
+  Publish();
+  return raw->view;
+}
+
+Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_or_name) {
+  TAU_ASSIGN_OR_RETURN(Job * job, Find(id_or_name));
+  if (store::IsTerminal(job->rec.state)) {
+    return FailedPreconditionError(fmt::format("job {} has already ended ({})", job->rec.id,
+                                               store::JobStateName(job->rec.state)));
+  }
+  if (job->rec.state == JobState::kQueued) {
+    job->rec.state = JobState::kCancelled;
+    job->rec.reason = "Cancelled";
+    job->rec.message = "cancelled before it started";
+    job->rec.finished_at = NowMs();
+    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+    TAU_RETURN_IF_ERROR(SaveJob(*job));
+    TAU_RETURN_IF_ERROR(AppendEvent(*job, "Cancelled", "Cancelled", job->rec.message));
+    TAU_RETURN_IF_ERROR(txn.Commit());
+  } else if (!job->rec.cancel_requested) {
+    job->rec.cancel_requested = true;
+    {
+      TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+      TAU_RETURN_IF_ERROR(SaveJob(*job));
+      TAU_RETURN_IF_ERROR(AppendEvent(
+          *job, "CancelRequested", "Cancelled",
+          fmt::format("SIGTERM sent; SIGKILL after {}", FormatDuration(job->spec.checkpoint.grace_period))));
+      TAU_RETURN_IF_ERROR(txn.Commit());
+    }
+    if (job->shim) TAU_RETURN_IF_ERROR(runner_->Stop(*job->shim));
+  }
+  Publish();
+  return job->view;
+}
+
+Status JobManager::Remove(const std::string& id_or_name) {
+  TAU_ASSIGN_OR_RETURN(Job * job, Find(id_or_name));
+  if (!store::IsTerminal(job->rec.state)) {
+    return FailedPreconditionError(fmt::format(
+        "job {} is {}; cancel it first (tau cancel {})", job->rec.id,
+        store::JobStateName(job->rec.state), job->rec.id));
+  }
+  TAU_RETURN_IF_ERROR(store_->DeleteJob(job->rec.id));
+  std::error_code ec;
+  fs::remove_all(home_.job_dir(job->rec.id), ec);
+  jobs_by_id_.erase(job->rec.id);
+  jobs_by_seq_.erase(job->rec.seq);
+  Publish();
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> JobManager::Prune(std::chrono::milliseconds age) {
+  int64_t cutoff = NowMs() - age.count();
+  std::vector<std::string> ids;
+  for (const auto& [seq, job] : jobs_by_seq_) {
+    if (store::IsTerminal(job->rec.state) && job->rec.finished_at.value_or(0) < cutoff) {
+      ids.push_back(job->rec.id);
+    }
+  }
+  for (const std::string& id : ids) TAU_RETURN_IF_ERROR(Remove(id));
+  return ids;
+}
+
+// ---- admission and attempts ---------------------------------------------
+
+void JobManager::RunAdmission() {
+  std::vector<sched::PendingJob> pending;
+  for (const auto& [seq, job] : jobs_by_seq_) {
+    if (job->rec.state == JobState::kQueued) pending.push_back({job->rec.id, job->request});
+  }
+  if (pending.empty()) return;
+  sched::Resources free = options_.capacity;
+  free -= used_;
+  for (const std::string& id : policy_->Admit(pending, free)) StartAttempt(*jobs_by_id_[id]);
+}
+
+AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt) const {
+  const std::string& id = job.rec.id;
+  AttemptStart s;
+  spec::Rendezvous rendezvous;
+  if (job.spec.run.launcher == spec::Launcher::kTorchrun) {
+    rendezvous.master_port = std::to_string(FreeLoopbackPort());
+  }
+  s.argv = spec::BuildWorkerCommand(job.spec, rendezvous);
+  s.env = options_.base_env;
+  std::vector<std::string> gpus;
+  for (int g : job.gpu_indexes) gpus.push_back(std::to_string(g));
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"TAU_JOB_ID", id},
+           {"TAU_JOB_NAME", job.rec.name},
+           {"TAU_ATTEMPT", std::to_string(attempt)},
+           {"TAU_WORKSPACE", job.rec.workspace},
+           {"TAU_CHECKPOINT_DIR", home_.checkpoint_dir(id).string()},
+           {"TAU_OUTPUT_DIR", home_.output_dir(id).string()},
+           {"TAU_METRICS_FILE", home_.metrics_file(id).string()},
+           {"CUDA_VISIBLE_DEVICES", Join(gpus, ",")},
+           {"PYTHONUNBUFFERED", "1"},
+       }) {
+    s.env.push_back(k + "=" + v);
+  }
+  for (const auto& [k, v] : job.spec.runtime.env) s.env.push_back(k + "=" + v);
+  s.cwd = home_.code_dir(id).string();
+  s.log_path = home_.log_file(id, attempt, 0).string();
+  s.status_path = home_.status_file(id, attempt).string();
+  s.lock_path = home_.attempt_lock(id, attempt).string();
+  s.grace_ms = job.spec.checkpoint.grace_period.count();
+  if (job.spec.limits.max_runtime) s.deadline_ms = job.spec.limits.max_runtime->count();
+  return s;
+}
+
+void JobManager::StartAttempt(Job& job) {
+  const int64_t number = job.rec.attempt + 1;
+  // Take the job's resources and GPUs.
+  job.gpu_indexes.clear();
+  for (size_t g = 0; g < gpu_busy_.size() && static_cast<int64_t>(job.gpu_indexes.size()) < job.request.gpus; ++g) {
+    if (!gpu_busy_[g]) job.gpu_indexes.push_back(static_cast<int>(g));
+  }
+  for (int g : job.gpu_indexes) gpu_busy_[static_cast<size_t>(g)] = true;
+  used_ += job.request;
+  job.holds_resources = true;
+
+  std::error_code ec;
+  fs::create_directories(home_.attempt_dir(job.rec.id, number), ec);
+  AttemptRecord attempt;
+  attempt.job_id = job.rec.id;
+  attempt.number = number;
+  attempt.state = AttemptState::kStarting;
+  std::vector<std::string> gpus;
+  for (int g : job.gpu_indexes) gpus.push_back(std::to_string(g));
+  attempt.gpus = Join(gpus, ",");
+  job.rec.state = JobState::kAdmitted;
+  job.rec.attempt = number;
+  job.rec.admitted_at = job.rec.admitted_at.value_or(NowMs());
+  // Commit "admitted, attempt N starting" before any process exists.
+  {
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = SaveJob(job);
+    if (st.ok()) st = SaveAttempt(job, attempt);
+    if (st.ok()) st = AppendEvent(job, "Admitted", "", fmt::format("attempt {}", number));
+    if (st.ok()) st = txn->Commit();
+    if (!st.ok()) {
+      // The database still says Queued; so does memory again.
+      LogStoreFailure(job, st);
+      Release(job);
+      job.rec.state = JobState::kQueued;
+      job.rec.attempt = number - 1;
+      job.attempts.erase(std::remove_if(job.attempts.begin(), job.attempts.end(),
+                                        [&](const AttemptRecord& a) { return a.number == number; }),
+                         job.attempts.end());
+      return;
+    }
+  }
+  if (ec) {
+    FinishAttempt(job, ErrnoError(ec.value(), "create the attempt's folder"));
+    return;
+  }
+  auto shim = runner_->Start(BuildAttemptStart(job, number));
+  if (!shim.ok()) {
+    FinishAttempt(job, shim.status());
+    return;
+  }
+  job.shim = *shim;
+  job.token = next_token_++;
+  jobs_by_token_[job.token] = &job;
+  attempt.state = AttemptState::kRunning;
+  attempt.shim_pid = shim->pid;
+  attempt.shim_start_ticks = shim->start_ticks;
+  attempt.started_at = NowMs();
+  job.rec.state = JobState::kRunning;
+  job.rec.started_at = job.rec.started_at.value_or(*attempt.started_at);
+  {
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = SaveJob(job);
+    if (st.ok()) st = SaveAttempt(job, attempt);
+    if (st.ok()) st = AppendEvent(job, "Started", "", fmt::format("attempt {} (pid {})", number, shim->pid));
+    if (st.ok()) st = txn->Commit();
+    if (!st.ok()) LogStoreFailure(job, st);
+  }
+  if (Status st = runner_->Watch(job.token, shim->pid); !st.ok()) {
+    log::Error("jobs", "cannot watch the attempt's process", {{"job", job.rec.id}, {"error", st.ToString()}});
+  }
+  // A cancel that arrived while the attempt was starting applies now.
+  if (job.rec.cancel_requested) (void)runner_->Stop(*job.shim);
+}
+
+void JobManager::Release(Job& job) {
+  if (job.holds_resources) {
+    used_ -= job.request;
+    for (int g : job.gpu_indexes) gpu_busy_[static_cast<size_t>(g)] = false;
+    job.holds_resources = false;
+  }
+  if (job.token) jobs_by_token_.erase(job.token);
+  job.token = 0;
+  job.shim.reset();
+}
+
+void JobManager::OnShimExit(uint64_t token) {
+  auto it = jobs_by_token_.find(token);
+  if (it == jobs_by_token_.end()) return;
+  Job& job = *it->second;
+  FinishAttempt(job, runner_->ReadStatus(home_.status_file(job.rec.id, job.rec.attempt).string()));
+  RunAdmission();
+  Publish();
+}
+
+// Decides the outcome of the current attempt from its exit status (or the
+// error that kept it from starting) and commits it.
+void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status) {
+  AttemptRecord attempt;
+  for (const auto& a : job.attempts) {
+    if (a.number == job.rec.attempt) attempt = a;
+  }
+  attempt.job_id = job.rec.id;
+  attempt.number = job.rec.attempt;
+  attempt.finished_at = NowMs();
+  JobState state = JobState::kFailed;
+  std::string reason, message;
+  job.rec.exit_code.reset();
+  if (!status.ok()) {
+    if (status.error().code() == StatusCode::kNotFound && attempt.state == AttemptState::kRunning) {
+      reason = "Lost";
+      message = "the attempt's supervisor (tau-shim) ended without recording an exit status";
+    } else {
+      reason = "SetupFailed";
+      message = status.error().message();
+    }
+  } else {
+    const exec::ExitStatus& s = *status;
+    attempt.exit_code = s.exit_code;
+    attempt.signal = s.signal;
+    if (s.started_at_ms) attempt.started_at = attempt.started_at.value_or(s.started_at_ms);
+    if (s.finished_at_ms) attempt.finished_at = s.finished_at_ms;
+    job.rec.exit_code = s.exit_code;
+    if (!s.error.empty()) {
+      reason = "SetupFailed";
+      message = s.error;
+    } else if (s.terminated_by == "deadline") {
+      reason = "DeadlineExceeded";
+      message = fmt::format("stopped after limits.max_runtime ({})",
+                            FormatDuration(job.spec.limits.max_runtime.value_or(Duration(0))));
+    } else if (job.rec.cancel_requested) {
+      state = JobState::kCancelled;
+      reason = "Cancelled";
+      message = "cancelled while running";
+    } else if (s.exit_code == 0) {
+      state = JobState::kSucceeded;
+      reason = "Completed";
+      message = "exit code 0";
+    } else if (s.exit_code) {
+      reason = "ExitCode";
+      message = fmt::format("exit code {}", *s.exit_code);
+    } else if (s.signal) {
+      reason = "Signal";
+      message = fmt::format("killed by {}", SignalName(*s.signal));
+    } else {
+      reason = "Lost";
+      message = "no exit code or signal recorded";
+    }
+  }
+  attempt.state = state == JobState::kSucceeded   ? AttemptState::kSucceeded
+                  : state == JobState::kCancelled ? AttemptState::kCancelled
+                                                  : AttemptState::kFailed;
+  attempt.reason = reason;
+  job.rec.state = state;
+  job.rec.reason = reason;
+  job.rec.message = message;
+  job.rec.finished_at = attempt.finished_at;
+  Release(job);
+  auto txn = store_->Begin();
+  Status st = txn.status();
+  if (st.ok()) st = SaveAttempt(job, attempt);
+  if (st.ok()) st = SaveJob(job);
+  if (st.ok()) st = AppendEvent(job, std::string(store::JobStateName(state)), reason, message);
+  if (st.ok()) st = txn->Commit();
+  if (!st.ok()) LogStoreFailure(job, st);
+}
+
+// ---- recovery -----------------------------------------------------------
+
+Status JobManager::Recover() {
+  TAU_ASSIGN_OR_RETURN(std::vector<store::JobRecord> records, store_->LoadJobs());
+  TAU_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store_->LoadAttempts());
+  std::unordered_map<std::string, std::vector<AttemptRecord>> by_job;
+  for (auto& a : attempts) by_job[a.job_id].push_back(std::move(a));
+  for (auto& rec : records) {
+    auto job = std::make_unique<Job>();
+    auto spec = DecodeSpec(rec.spec_json);
+    if (!spec.ok()) {
+      log::Error("jobs", "a stored spec no longer decodes", {{"job", rec.id}, {"error", spec.status().ToString()}});
+      continue;
+    }
+    job->spec = std::move(*spec);
+    job->request = RequestOf(job->spec);
+    job->rec = std::move(rec);
+    job->attempts = std::move(by_job[job->rec.id]);
+    next_seq_ = std::max(next_seq_, job->rec.seq + 1);
+    Job* raw = job.get();
+    jobs_by_id_[raw->rec.id] = raw;
+    jobs_by_seq_[raw->rec.seq] = std::move(job);
+  }
+  {
+    TAU_ASSIGN_OR_RETURN(store::Statement st, store_->db()->Prepare("SELECT COALESCE(MAX(id), 0) FROM events"));
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row) last_event_id_ = st.Int(0);
+  }
+
+  for (auto& [seq, job_ptr] : jobs_by_seq_) {
+    Job& job = *job_ptr;
+    if (job.rec.state != JobState::kAdmitted && job.rec.state != JobState::kRunning) continue;
+    const int64_t n = job.rec.attempt;
+    const std::string status_path = home_.status_file(job.rec.id, n).string();
+    const std::string lock_path = home_.attempt_lock(job.rec.id, n).string();
+    AttemptRecord current;
+    for (const auto& a : job.attempts) {
+      if (a.number == n) current = a;
+    }
+    for (const auto& g : Split(current.gpus, ',')) {
+      if (!g.empty()) job.gpu_indexes.push_back(std::stoi(g));
+    }
+    for (int g : job.gpu_indexes) {
+      if (static_cast<size_t>(g) < gpu_busy_.size()) gpu_busy_[static_cast<size_t>(g)] = true;
+    }
+    used_ += job.request;
+    job.holds_resources = true;
+
+    auto holder = runner_->LockHolder(lock_path);
+    // A shim that holds the lock but has not written its pid yet is
+    // moments old; its pid appears as soon as it runs.
+    for (int i = 0; i < 200 && holder && *holder == 0; ++i) {
+      ::usleep(5000);
+      holder = runner_->LockHolder(lock_path);
+    }
+    if (holder && *holder > 0) {
+      job.shim = exec::ShimProcess{*holder, exec::ProcessStartTicks(*holder).value_or(0)};
+      job.token = next_token_++;
+      jobs_by_token_[job.token] = &job;
+      if (current.state == AttemptState::kStarting) {
+        current.state = AttemptState::kRunning;
+        current.shim_pid = job.shim->pid;
+        current.shim_start_ticks = job.shim->start_ticks;
+        current.started_at = NowMs();
+        job.rec.state = JobState::kRunning;
+        job.rec.started_at = job.rec.started_at.value_or(*current.started_at);
+        TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+        TAU_RETURN_IF_ERROR(SaveAttempt(job, current));
+        TAU_RETURN_IF_ERROR(SaveJob(job));
+        TAU_RETURN_IF_ERROR(AppendEvent(job, "Started", "", fmt::format("attempt {} (pid {}), found after a restart", n, job.shim->pid)));
+        TAU_RETURN_IF_ERROR(txn.Commit());
+      }
+      log::Info("jobs", "re-adopted a running attempt", {{"job", job.rec.id}, {"attempt", std::to_string(n)}, {"pid", std::to_string(job.shim->pid)}});
+      TAU_RETURN_IF_ERROR(runner_->Watch(job.token, job.shim->pid));
+      if (job.rec.cancel_requested) (void)runner_->Stop(*job.shim);
+      continue;
+    }
+    auto status = runner_->ReadStatus(status_path);
+    if (status.ok() || current.state == AttemptState::kRunning) {
+      // It ended while no daemon watched (or its shim died).
+      FinishAttempt(job, status);
+      continue;
+    }
+    // No shim ever ran this attempt: give it back to the queue, same number.
+    Release(job);
+    job.rec.state = JobState::kQueued;
+    job.rec.attempt = n - 1;
+    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+    TAU_RETURN_IF_ERROR(SaveJob(job));
+    TAU_RETURN_IF_ERROR(AppendEvent(job, "Requeued", "DaemonRestart", fmt::format("attempt {} had not started when the daemon stopped", n)));
+    TAU_RETURN_IF_ERROR(txn.Commit());
+  }
+  RunAdmission();
+  Publish();
+  return Status::Ok();
+}
+
+// ---- publication --------------------------------------------------------
+
+void JobManager::Publish() {
+  auto view = std::make_shared<StateView>();
+  view->version = ++version_;
+  view->last_event_id = last_event_id_;
+  view->jobs.reserve(jobs_by_seq_.size());
+  for (auto& [seq, job] : jobs_by_seq_) {
+    if (!job->view) {
+      auto jv = std::make_shared<JobView>();
+      jv->job = job->rec;
+      jv->attempts = job->attempts;
+      jv->workers = job->spec.compute.workers;
+      jv->gpus = job->request.gpus;
+      jv->cpus_milli = job->request.cpus_milli;
+      jv->memory_bytes = job->request.memory_bytes;
+      jv->project = job->spec.experiment.project;
+      job->view = std::move(jv);
+    }
+    view->jobs.push_back(job->view);
+  }
+  publisher_->Publish(std::move(view));
+}
+
+}  // namespace tau::server

@@ -1,0 +1,110 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "common/tau_home.h"
+#include "exec/shim_launcher.h"
+#include "sched/admission_policy.h"
+#include "server/attempt_runner.h"
+#include "server/state_view.h"
+#include "spec/job_spec.h"
+#include "store/job_store.h"
+
+namespace tau::server {
+
+struct SubmitRequest {
+  std::string spec_json;        // the resolved spec (tau validate -o json)
+  std::string snapshot_digest;  // "sha256:HEX" of an uploaded blob
+  std::string submit_command;   // how the user submitted it, for the record
+};
+
+struct JobManagerOptions {
+  sched::Resources capacity;
+  // The environment every job starts from (the daemon's, less TAU_*).
+  std::vector<std::string> base_env;
+};
+
+// The job state machine (docs/states.md). Owned by the control-loop thread:
+// every method must be called on it. Each change is committed to the store
+// before it is acted on (a process started or signalled) or acknowledged,
+// and a new StateView is published after it.
+class JobManager {
+ public:
+  JobManager(TauHome home, store::JobStore* store, AttemptRunner* runner,
+             const sched::AdmissionPolicy* policy, const Clock* clock, JobManagerOptions options,
+             StatePublisher* publisher);
+
+  // Loads the store and reconciles it with the processes that ran while no
+  // daemon watched them: live attempts are re-adopted, ended ones get their
+  // real exit status, attempts that never started are queued again.
+  Status Recover();
+
+  Result<std::shared_ptr<const JobView>> Submit(const SubmitRequest& request);
+  // Queued jobs end at once; running ones get SIGTERM, then SIGKILL after
+  // their grace period, and end Cancelled when their process is gone.
+  Result<std::shared_ptr<const JobView>> Cancel(const std::string& id_or_name);
+  // Deletes a finished job with its files.
+  Status Remove(const std::string& id_or_name);
+  // Removes finished jobs that ended more than `age` ago; returns their ids.
+  Result<std::vector<std::string>> Prune(std::chrono::milliseconds age);
+
+  // The shim behind `token` is gone.
+  void OnShimExit(uint64_t token);
+
+ private:
+  struct Job {
+    store::JobRecord rec;
+    std::vector<store::AttemptRecord> attempts;
+    spec::JobSpec spec;
+    sched::Resources request;
+    bool holds_resources = false;
+    std::optional<exec::ShimProcess> shim;
+    uint64_t token = 0;
+    std::vector<int> gpu_indexes;
+    std::shared_ptr<const JobView> view;  // reset when the job changes
+  };
+
+  Result<Job*> Find(const std::string& id_or_name);
+  int64_t NowMs() const;
+  Status AppendEvent(const Job& job, std::string type, std::string reason, std::string message);
+  Status SaveJob(Job& job);
+  Status SaveAttempt(Job& job, const store::AttemptRecord& attempt);
+
+  void RunAdmission();
+  void StartAttempt(Job& job);
+  void FinishAttempt(Job& job, const Result<exec::ExitStatus>& status);
+  void Release(Job& job);
+  AttemptStart BuildAttemptStart(const Job& job, int64_t attempt) const;
+  void Publish();
+  // Writes the failure of a store commit to the log; the job stays as it
+  // was in memory and the daemon keeps running.
+  void LogStoreFailure(const Job& job, const Status& st);
+
+  TauHome home_;
+  store::JobStore* store_;
+  AttemptRunner* runner_;
+  const sched::AdmissionPolicy* policy_;
+  const Clock* clock_;
+  JobManagerOptions options_;
+  StatePublisher* publisher_;
+
+  std::map<int64_t, std::unique_ptr<Job>> jobs_by_seq_;
+  std::unordered_map<std::string, Job*> jobs_by_id_;
+  std::unordered_map<uint64_t, Job*> jobs_by_token_;
+  int64_t next_seq_ = 1;
+  uint64_t next_token_ = 1;
+  int64_t version_ = 0;
+  int64_t last_event_id_ = 0;
+  sched::Resources used_;
+  std::vector<bool> gpu_busy_;
+};
+
+}  // namespace tau::server

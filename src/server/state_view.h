@@ -1,0 +1,57 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store/records.h"
+
+namespace tau::server {
+
+// What readers see of one job: immutable once published.
+struct JobView {
+  store::JobRecord job;
+  std::vector<store::AttemptRecord> attempts;  // oldest first
+  int64_t workers = 1;
+  int64_t gpus = 0;          // all workers together
+  int64_t cpus_milli = 0;    // all workers together
+  int64_t memory_bytes = 0;  // all workers together
+  std::string project;       // experiment.project
+};
+
+// An immutable picture of every job, published by the control loop after
+// each batch of changes. HTTP handlers read it without taking any lock the
+// loop needs.
+struct StateView {
+  int64_t version = 0;
+  int64_t last_event_id = 0;
+  std::vector<std::shared_ptr<const JobView>> jobs;  // submission order
+
+  // The job with this id, else the newest job with this name; nullptr when
+  // there is none.
+  std::shared_ptr<const JobView> Resolve(const std::string& id_or_name) const;
+};
+
+// Hands the newest StateView from the control loop to readers, and lets
+// readers wait for a newer one (log and event followers).
+class StatePublisher {
+ public:
+  StatePublisher() : current_(std::make_shared<StateView>()) {}
+
+  void Publish(std::shared_ptr<const StateView> view);
+  std::shared_ptr<const StateView> Current() const;
+  // Waits until a view newer than `version` is published or `timeout`
+  // passes; returns the current view either way.
+  std::shared_ptr<const StateView> WaitNewer(int64_t version, std::chrono::milliseconds timeout) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::shared_ptr<const StateView> current_;
+};
+
+}  // namespace tau::server
