@@ -1,7 +1,9 @@
 #include "cli/job_commands.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -386,8 +388,14 @@ int RunServerStop() {
     return kExitOk;
   }
   if (::kill(static_cast<pid_t>(info->pid), SIGTERM) != 0) return Fail(ErrnoError(errno, "stop taugridd"));
-  for (int i = 0; i < 200 && ::kill(static_cast<pid_t>(info->pid), 0) == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The daemon holds its lock until it exits (a zombie awaiting its reaper
+  // would still answer kill(pid, 0)).
+  for (int i = 0; i < 400; ++i) {
+    int fd = ::open(home.daemon_lock().c_str(), O_RDWR | O_CLOEXEC);
+    bool free = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (fd >= 0) ::close(fd);
+    if (free) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::printf("stopped taugridd (pid %lld); running jobs keep running\n", static_cast<long long>(info->pid));
   return kExitOk;

@@ -24,7 +24,9 @@ std::vector<std::string> BuildWorkerCommand(const JobSpec& spec, const Rendezvou
               run.entrypoint};
       break;
     case Launcher::kCommand:
-      argv = {"/bin/sh", "-c", run.entrypoint + " \"$@\"", "tau"};
+      // Without args "$@" would add nothing, and appending it would break
+      // entrypoints that end in a compound command ("...; done").
+      argv = {"/bin/sh", "-c", run.args.empty() ? run.entrypoint : run.entrypoint + " \"$@\"", "tau"};
       break;
   }
   argv.insert(argv.end(), run.args.begin(), run.args.end());

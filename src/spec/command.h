@@ -18,7 +18,8 @@ struct Rendezvous {
 
 // The argv one worker of a workload_kind job runs:
 //   python:   python3 ENTRYPOINT ARGS...
-//   command:  /bin/sh -c 'ENTRYPOINT "$@"' tau ARGS...
+//   command:  /bin/sh -c 'ENTRYPOINT "$@"' tau ARGS...  (just ENTRYPOINT
+//             when there are no args)
 //   torchrun: python3 -m torch.distributed.run --nnodes N --node_rank I
 //             --nproc_per_node P --master_addr A --master_port PORT ENTRYPOINT ARGS...
 std::vector<std::string> BuildWorkerCommand(const JobSpec& spec, const Rendezvous& rendezvous);

@@ -33,7 +33,8 @@ const std::vector<FieldDoc>& Catalogue() {
       {"run.entrypoint", FieldType::kString, "string", "", true,
        "A `.py` file (run as `python3 FILE ARGS...`) or a command line (run as "
        "`/bin/sh -c 'ENTRYPOINT \"$@\"' tau ARGS...`, so shell syntax works and each arg stays "
-       "one word). Relative paths are relative to working_dir.",
+       "one word; without args, `/bin/sh -c 'ENTRYPOINT'`). Relative paths are relative to "
+       "working_dir.",
        "entrypoint: train.py"},
       {"run.args", FieldType::kStringList, "list of strings", "[]", false,
        "Arguments passed to the entrypoint, each as one word. Numbers are taken as written.",

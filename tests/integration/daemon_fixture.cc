@@ -1,0 +1,100 @@
+#include "daemon_fixture.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace tau::testing {
+namespace fs = std::filesystem;
+
+void DaemonTest::SetUp() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path base = fs::temp_directory_path() /
+                  (std::string("tau-it-") + info->test_suite_name() + "-" + info->name() + "-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  home_ = base / "home";
+  work_ = base / "work";
+  fs::create_directories(work_);
+  CommandResult started = Tau({"server", "start"});
+  ASSERT_EQ(started.exit_code, 0) << started.err << started.out;
+}
+
+void DaemonTest::TearDown() {
+  // Stop whatever still runs, then the daemon.
+  CommandResult list = Tau({"list", "-o", "json"});
+  nlohmann::json jobs = nlohmann::json::parse(list.out, nullptr, false);
+  if (jobs.is_array()) {
+    for (const auto& j : jobs) {
+      std::string state = j.value("state", "");
+      if (state == "Running" || state == "Queued" || state == "Admitted") Tau({"cancel", j.value("id", "")});
+    }
+    for (const auto& j : jobs) WaitUntil([&] {
+      std::string s = Job(j.value("id", "")).value("state", "");
+      return s != "Running" && s != "Admitted" && s != "Queued";
+    });
+  }
+  Tau({"server", "stop"});
+  fs::remove_all(home_.parent_path());
+}
+
+std::map<std::string, std::string> DaemonTest::Env() const {
+  return {{"TAU_HOME", home_.string()}, {"NO_COLOR", "1"}, {"TAU_SERVER", ""}};
+}
+
+CommandResult DaemonTest::Tau(std::vector<std::string> args, const std::string& cwd) {
+  args.insert(args.begin(), BinPath("tau"));
+  return RunCommand(args, cwd.empty() ? work_.string() : cwd, Env());
+}
+
+std::string DaemonTest::WriteSpec(const std::string& name, const std::string& body) {
+  fs::path p = work_ / name;
+  std::ofstream(p) << body;
+  return p.string();
+}
+
+void DaemonTest::WriteFile(const std::string& relative, const std::string& data) {
+  fs::create_directories((work_ / relative).parent_path());
+  std::ofstream(work_ / relative) << data;
+}
+
+nlohmann::json DaemonTest::Job(const std::string& id) {
+  CommandResult r = Tau({"status", id, "-o", "json"});
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  return j.is_discarded() ? nlohmann::json::object() : j;
+}
+
+bool DaemonTest::WaitUntil(const std::function<bool()>& ready) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+bool DaemonTest::WaitForState(const std::string& id, const std::string& state) {
+  return WaitUntil([&] { return Job(id).value("state", "") == state; });
+}
+
+std::string DaemonTest::Submit(const std::string& spec_path, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"run", spec_path};
+  args.insert(args.end(), extra.begin(), extra.end());
+  CommandResult r = Tau(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string id = r.out;
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
+int64_t DaemonTest::DaemonPid() {
+  std::ifstream in(home_ / "server.json");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(buf.str(), nullptr, false);
+  return j.is_object() ? j.value("pid", int64_t{0}) : 0;
+}
+
+}  // namespace tau::testing

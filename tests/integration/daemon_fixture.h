@@ -1,0 +1,45 @@
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support/subprocess.h"
+
+namespace tau::testing {
+
+// A fresh TAU_HOME in a temp folder with its own taugridd, driven through
+// the real `tau` binary.
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // Runs `tau ARGS...` with this test's TAU_HOME, from `cwd` (default: the
+  // test's work folder).
+  CommandResult Tau(std::vector<std::string> args, const std::string& cwd = "");
+  // Writes a spec file in the work folder and returns its path.
+  std::string WriteSpec(const std::string& name, const std::string& body);
+  void WriteFile(const std::string& relative, const std::string& data);
+  // `tau status ID -o json`, parsed.
+  nlohmann::json Job(const std::string& id);
+  // Polls `ready` every 20 ms; false after 60 s (a hang guard, not a timing
+  // assertion).
+  bool WaitUntil(const std::function<bool()>& ready);
+  bool WaitForState(const std::string& id, const std::string& state);
+  // Submits a spec and returns the job id printed by `tau run`.
+  std::string Submit(const std::string& spec_path, std::vector<std::string> extra = {});
+  int64_t DaemonPid();
+  std::map<std::string, std::string> Env() const;
+
+  std::filesystem::path home_;
+  std::filesystem::path work_;
+};
+
+}  // namespace tau::testing
