@@ -187,10 +187,16 @@ int main(int argc, char** argv) {
   long long kill_at_mono = -1;
   while (child > 0) {
     long long now = NowMs(CLOCK_MONOTONIC);
-    long long next = -1;  // ms until the next timed action
-    if (kill_at_mono >= 0) next = kill_at_mono - now;
-    else if (opt.deadline_ms > 0) next = started_mono + opt.deadline_ms - now;
-    if (next != -1 && next <= 0) {
+    bool timed = false;  // whether a timed action is pending
+    long long next = 0;  // ms until it is due
+    if (kill_at_mono >= 0) {
+      timed = true;
+      next = kill_at_mono - now;
+    } else if (opt.deadline_ms > 0) {
+      timed = true;
+      next = started_mono + opt.deadline_ms - now;
+    }
+    if (timed && next <= 0) {
       if (kill_at_mono >= 0) {
         kill(-child, SIGKILL);
         kill_at_mono = now + 3600 * 1000LL;  // nothing else to escalate to
@@ -203,7 +209,7 @@ int main(int argc, char** argv) {
     }
     siginfo_t info;
     int sig;
-    if (next < 0) {
+    if (!timed) {
       sig = sigwaitinfo(&handled, &info);
     } else {
       struct timespec ts = {static_cast<time_t>(next / 1000), static_cast<long>((next % 1000) * 1000000)};
