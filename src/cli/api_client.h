@@ -2,6 +2,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -15,12 +16,16 @@ struct ServerEndpoint {
   std::string token;
 };
 
-// A small JSON-over-HTTP client for /api/v1 (libcurl). API errors come back
-// as the Status the server named ({"code": "NotFound", ...}); a server that
-// does not answer is Unavailable.
+// A small JSON-over-HTTP client for /api/v1. API errors come back as the
+// Status the server named ({"code": "NotFound", ...}); a server that does
+// not answer is Unavailable. One connection is kept alive across calls.
+// (cpp-httplib underneath, used only in api_client.cc: libcurl's dependency
+// tree costs several milliseconds at every start of `tau`.)
 class ApiClient {
  public:
-  explicit ApiClient(ServerEndpoint endpoint) : endpoint_(std::move(endpoint)) {}
+  explicit ApiClient(ServerEndpoint endpoint);
+  ~ApiClient();
+  ApiClient(ApiClient&&) noexcept;
 
   Result<nlohmann::json> Get(std::string_view path);
   Result<nlohmann::json> Post(std::string_view path, const nlohmann::json& body);
@@ -33,9 +38,9 @@ class ApiClient {
   const ServerEndpoint& endpoint() const { return endpoint_; }
 
  private:
-  Result<nlohmann::json> Request(const char* method, std::string_view path, std::string_view body,
-                                 const char* content_type);
+  struct Connection;
   ServerEndpoint endpoint_;
+  std::unique_ptr<Connection> connection_;
 };
 
 // Checks /healthz with a short timeout.

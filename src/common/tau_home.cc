@@ -1,7 +1,7 @@
 #include "common/tau_home.h"
 
 #include <fmt/format.h>
-#include <openssl/rand.h>
+#include <sys/random.h>
 
 #include <cstdlib>
 #include <random>
@@ -41,7 +41,7 @@ std::filesystem::path TauHome::attempt_lock(const std::string& id, int64_t attem
 std::string NewJobId() {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
   unsigned char bytes[10];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) {
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
     std::random_device rd;
     for (auto& b : bytes) b = static_cast<unsigned char>(rd());
   }

@@ -110,6 +110,7 @@ class ApiServer::Impl {
     server_.set_read_timeout(30, 0);
     server_.set_write_timeout(30, 0);
     server_.set_keep_alive_max_count(1000);
+    server_.set_tcp_nodelay(true);
     server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;
       std::string auth = req.get_header_value("Authorization");

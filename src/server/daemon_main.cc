@@ -162,6 +162,7 @@ int Main(int argc, char** argv) {
   }
   StatePublisher publisher;
   ControlLoop loop;
+  options.defer = [&loop](std::function<void()> task) { loop.Post(std::move(task)); };
   JobManager* jobs_ptr = nullptr;
   LocalAttemptRunner runner(SelfDir() + "/tau-shim", [&loop, &jobs_ptr](uint64_t token) {
     loop.Post([&jobs_ptr, token] { jobs_ptr->OnShimExit(token); });

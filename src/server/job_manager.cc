@@ -196,8 +196,8 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   Job* raw = job.get();
   jobs_by_id_[raw->rec.id] = raw;
   jobs_by_seq_[raw->rec.seq] = std::move(job);
-  RunAdmission();
   Publish();
+  ScheduleAdmission();
   return raw->view;
 }
 
@@ -261,6 +261,21 @@ Result<std::vector<std::string>> JobManager::Prune(std::chrono::milliseconds age
 }
 
 // ---- admission and attempts ---------------------------------------------
+
+void JobManager::ScheduleAdmission() {
+  if (!options_.defer) {
+    RunAdmission();
+    Publish();
+    return;
+  }
+  if (admission_scheduled_) return;
+  admission_scheduled_ = true;
+  options_.defer([this] {
+    admission_scheduled_ = false;
+    RunAdmission();
+    Publish();
+  });
+}
 
 void JobManager::RunAdmission() {
   std::vector<sched::PendingJob> pending;

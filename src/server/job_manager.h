@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +31,11 @@ struct JobManagerOptions {
   sched::Resources capacity;
   // The environment every job starts from (the daemon's, less TAU_*).
   std::vector<std::string> base_env;
+  // Runs a task on the control loop after the current one (ControlLoop::Post).
+  // A submit is acknowledged as soon as it is committed, and the admission
+  // pass it triggers runs next, once for however many submits arrived
+  // meanwhile. When unset, admission runs before Submit returns.
+  std::function<void(std::function<void()>)> defer;
 };
 
 // The job state machine (docs/states.md). Owned by the control-loop thread:
@@ -79,6 +85,8 @@ class JobManager {
   Status SaveAttempt(Job& job, const store::AttemptRecord& attempt);
 
   void RunAdmission();
+  // Runs RunAdmission soon (see JobManagerOptions::defer).
+  void ScheduleAdmission();
   void StartAttempt(Job& job);
   void FinishAttempt(Job& job, const Result<exec::ExitStatus>& status);
   void Release(Job& job);
@@ -99,6 +107,7 @@ class JobManager {
   std::map<int64_t, std::unique_ptr<Job>> jobs_by_seq_;
   std::unordered_map<std::string, Job*> jobs_by_id_;
   std::unordered_map<uint64_t, Job*> jobs_by_token_;
+  bool admission_scheduled_ = false;
   int64_t next_seq_ = 1;
   uint64_t next_token_ = 1;
   int64_t version_ = 0;
