@@ -18,6 +18,8 @@ void DaemonTest::SetUp() {
   home_ = base / "home";
   work_ = base / "work";
   fs::create_directories(work_);
+  BeforeStart();
+  if (HasFatalFailure() || IsSkipped()) return;
   CommandResult started = Tau({"server", "start"});
   ASSERT_EQ(started.exit_code, 0) << started.err << started.out;
 }
@@ -37,7 +39,8 @@ void DaemonTest::TearDown() {
     });
   }
   Tau({"server", "stop"});
-  fs::remove_all(home_.parent_path());
+  std::error_code ec;
+  fs::remove_all(home_.parent_path(), ec);
 }
 
 std::map<std::string, std::string> DaemonTest::Env() const {

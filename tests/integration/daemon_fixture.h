@@ -20,6 +20,8 @@ class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override;
   void TearDown() override;
+  // Runs after the folders are chosen and before taugridd starts.
+  virtual void BeforeStart() {}
 
   // Runs `tau ARGS...` with this test's TAU_HOME, from `cwd` (default: the
   // test's work folder).
