@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tau_home.h"
+#include "exec/gpu_inventory.h"
 #include "exec/process_info.h"
 #include "sched/admission_policy.h"
 #include "server/api_server.h"
@@ -142,7 +143,14 @@ int Main(int argc, char** argv) {
     log::Error("server", "cannot read the machine's capacity", {{"error", capacity_info.status().ToString()}});
     return 1;
   }
-  sched::Resources capacity{capacity_info->cpus_milli, capacity_info->memory_bytes, 0};
+  exec::GpuConfigFile gpu_config((home.root() / "gpus.json").string());
+  auto gpus = gpu_config.List();
+  if (!gpus.ok()) {
+    log::Error("server", "cannot read the GPU list", {{"error", gpus.status().ToString()}});
+    return 1;
+  }
+  sched::Resources capacity{capacity_info->cpus_milli, capacity_info->memory_bytes,
+                            static_cast<int64_t>(gpus->size())};
 
   auto store = store::JobStore::Open(home.database().string());
   if (!store.ok()) {
@@ -157,6 +165,7 @@ int Main(int argc, char** argv) {
 
   JobManagerOptions options;
   options.capacity = capacity;
+  for (const auto& g : *gpus) options.gpu_uuids.push_back(g.uuid);
   for (char** e = environ; *e; ++e) {
     if (std::strncmp(*e, "TAU_", 4) != 0) options.base_env.emplace_back(*e);
   }

@@ -298,7 +298,10 @@ AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt) cons
   s.argv = spec::BuildWorkerCommand(job.spec, rendezvous);
   s.env = options_.base_env;
   std::vector<std::string> gpus;
-  for (int g : job.gpu_indexes) gpus.push_back(std::to_string(g));
+  for (int g : job.gpu_indexes) {
+    gpus.push_back(static_cast<size_t>(g) < options_.gpu_uuids.size() ? options_.gpu_uuids[static_cast<size_t>(g)]
+                                                                      : std::to_string(g));
+  }
   for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
            {"TAU_JOB_ID", id},
            {"TAU_JOB_NAME", job.rec.name},

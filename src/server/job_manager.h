@@ -29,6 +29,8 @@ struct SubmitRequest {
 
 struct JobManagerOptions {
   sched::Resources capacity;
+  // The machine's GPUs, handed out by UUID (capacity.gpus == gpu_uuids.size()).
+  std::vector<std::string> gpu_uuids;
   // The environment every job starts from (the daemon's, less TAU_*).
   std::vector<std::string> base_env;
   // Runs a task on the control loop after the current one (ControlLoop::Post).
