@@ -1,6 +1,7 @@
 // job -> batch/v1 Job (and a headless Service for a gang of workers).
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/strings.h"
 #include "render/pod_parts.h"
@@ -9,8 +10,6 @@
 namespace tau::render::internal {
 
 namespace {
-
-int64_t CeilSeconds(Duration d) { return (d.count() + 999) / 1000; }
 
 // Wraps the worker's argv so the pip requirements are installed first.
 std::vector<std::string> WithPipInstall(const spec::JobSpec& spec, std::vector<std::string> argv) {

@@ -1,6 +1,7 @@
 #include "render/pod_parts.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/names.h"
 #include "spec/json_codec.h"

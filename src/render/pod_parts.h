@@ -2,7 +2,7 @@
 
 // Pieces shared by the Job and RayJob renderers. Internal to src/render.
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "render/render.h"
@@ -39,6 +39,10 @@ json RenderHeadlessService(const spec::JobSpec& spec, const RenderOptions& optio
 json RenderBatchJob(const spec::JobSpec& spec, const RenderOptions& options,
                     const std::string& name);
 json RenderRayJob(const spec::JobSpec& spec, const RenderOptions& options, const std::string& name);
+
+// Whole seconds, rounded up (Kubernetes counts grace periods and deadlines
+// in seconds).
+inline int64_t CeilSeconds(Duration d) { return (d.count() + 999) / 1000; }
 
 std::string ImageOr(const spec::JobSpec& spec, const char* fallback);
 

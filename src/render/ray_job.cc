@@ -1,6 +1,7 @@
 // rayjob -> ray.io/v1 RayJob with a CPU-only head and one worker group.
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "render/pod_parts.h"
 #include "render/yaml_emitter.h"
@@ -14,8 +15,6 @@ namespace {
 // task lands on the workers.
 constexpr int64_t kHeadCpus = 1;
 constexpr int64_t kHeadMemoryGi = 4;
-
-int64_t CeilSeconds(Duration d) { return (d.count() + 999) / 1000; }
 
 json EnvVarsMap(const json& env_list) {
   json out = json::object();
