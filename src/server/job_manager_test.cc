@@ -1,0 +1,269 @@
+// The job state machine against a fake runner: every branch of recovery
+// after a daemon restart, deterministically.
+
+#include "server/job_manager.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "evidence/snapshot.h"
+#include "spec/json_codec.h"
+#include "spec/load.h"
+
+namespace tau::server {
+namespace {
+
+namespace fs = std::filesystem;
+using store::JobState;
+using ::testing::HasSubstr;
+
+class FakeRunner final : public AttemptRunner {
+ public:
+  Result<exec::ShimProcess> Start(const AttemptStart& start) override {
+    starts.push_back(start);
+    if (fail_start) return PermissionDeniedError("cannot start tau-shim");
+    return exec::ShimProcess{next_pid++, 1};
+  }
+  Status Stop(const exec::ShimProcess& shim) override {
+    stopped.push_back(shim.pid);
+    return Status::Ok();
+  }
+  Status Watch(uint64_t token, int64_t pid) override {
+    watched[token] = pid;
+    return Status::Ok();
+  }
+  std::optional<int64_t> LockHolder(const std::string& lock_path) override {
+    auto it = lock_holders.find(lock_path);
+    if (it == lock_holders.end()) return std::nullopt;
+    return it->second;
+  }
+  Result<exec::ExitStatus> ReadStatus(const std::string& path) override {
+    auto it = statuses.find(path);
+    if (it == statuses.end()) return NotFoundError("no status");
+    return it->second;
+  }
+  uint64_t TokenOf(int64_t pid) const {
+    for (const auto& [token, p] : watched) {
+      if (p == pid) return token;
+    }
+    return 0;
+  }
+
+  std::vector<AttemptStart> starts;
+  std::vector<int64_t> stopped;
+  std::map<uint64_t, int64_t> watched;
+  std::map<std::string, int64_t> lock_holders;
+  std::map<std::string, exec::ExitStatus> statuses;
+  bool fail_start = false;
+  int64_t next_pid = 1000;
+};
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("tau-jm-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "code");
+    std::ofstream(root_ / "code" / "run.sh") << "echo hi\n";
+    auto snap = evidence::PackSnapshot(root_ / "code", {});
+    ASSERT_TRUE(snap.ok());
+    digest_ = snap->digest;
+    fs::create_directories(home().blob(digest_).parent_path());
+    std::ofstream(home().blob(digest_), std::ios::binary) << snap->blob;
+    store_ = *store::JobStore::Open((root_ / "home" / "taugrid.db").string());
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  TauHome home() const { return TauHome(root_ / "home"); }
+  std::unique_ptr<JobManager> Manager(FakeRunner* runner) {
+    JobManagerOptions options;
+    options.capacity = {2000, int64_t{4} << 30, 0};
+    return std::make_unique<JobManager>(home(), store_.get(), runner, &policy_, &clock_, options, &publisher_);
+  }
+  SubmitRequest Request(const std::string& body) {
+    spec::Diagnostics diags;
+    spec::LoadOptions o;
+    o.check_files = false;
+    auto loaded = spec::LoadJobSpecText("schema_version: 1\n" + body, "t.yaml", "/", o, &diags);
+    EXPECT_TRUE(loaded.ok()) << diags.Format();
+    return {spec::JobSpecToJson(loaded->spec), digest_, "test"};
+  }
+  std::shared_ptr<const JobView> View(const std::string& id) { return publisher_.Current()->Resolve(id); }
+  std::string StatusPath(const std::string& id, int n) { return home().status_file(id, n).string(); }
+  std::string LockPath(const std::string& id, int n) { return home().attempt_lock(id, n).string(); }
+
+  fs::path root_;
+  std::string digest_;
+  std::unique_ptr<store::JobStore> store_;
+  sched::FifoPolicy policy_;
+  FakeClock clock_;
+  StatePublisher publisher_;
+};
+
+constexpr char kJob[] = "name: a\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n";
+
+TEST_F(JobManagerTest, SubmitStartsAndAnExitEndsTheJob) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  auto job = jobs->Submit(Request(kJob));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  std::string id = (*job)->job.id;
+  ASSERT_EQ(runner.starts.size(), 1u);
+  EXPECT_THAT(runner.starts[0].env, ::testing::Contains("TAU_JOB_ID=" + id));
+  EXPECT_THAT(runner.starts[0].env, ::testing::Contains("TAU_ATTEMPT=1"));
+  EXPECT_EQ(runner.starts[0].cwd, home().code_dir(id).string());
+  EXPECT_TRUE(fs::exists(home().code_dir(id) / "run.sh"));
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+
+  exec::ExitStatus ok;
+  ok.exit_code = 0;
+  runner.statuses[StatusPath(id, 1)] = ok;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  EXPECT_EQ(View(id)->job.state, JobState::kSucceeded);
+  EXPECT_EQ(View(id)->job.reason, "Completed");
+}
+
+TEST_F(JobManagerTest, CapacityQueuesAndReleases) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string a = (*jobs->Submit(Request(kJob)))->job.id;
+  std::string b = (*jobs->Submit(Request(kJob)))->job.id;
+  std::string c = (*jobs->Submit(Request(kJob)))->job.id;
+  EXPECT_EQ(View(c)->job.state, JobState::kQueued);
+  exec::ExitStatus failed;
+  failed.exit_code = 3;
+  runner.statuses[StatusPath(a, 1)] = failed;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  EXPECT_EQ(View(a)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(a)->job.reason, "ExitCode");
+  EXPECT_EQ(View(a)->job.exit_code, 3);
+  EXPECT_EQ(View(c)->job.state, JobState::kRunning);
+  EXPECT_EQ(View(b)->job.state, JobState::kRunning);
+}
+
+TEST_F(JobManagerTest, AStartThatFailsEndsSetupFailed) {
+  FakeRunner runner;
+  runner.fail_start = true;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.reason, "SetupFailed");
+  EXPECT_THAT(View(id)->job.message, HasSubstr("cannot start tau-shim"));
+}
+
+TEST_F(JobManagerTest, CancelStopsTheShimAndTheExitEndsCancelled) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  ASSERT_TRUE(jobs->Cancel(id).ok());
+  EXPECT_EQ(runner.stopped, std::vector<int64_t>{1000});
+  EXPECT_TRUE(View(id)->job.cancel_requested);
+  exec::ExitStatus term;
+  term.signal = 15;
+  term.terminated_by = "signal";
+  runner.statuses[StatusPath(id, 1)] = term;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  EXPECT_EQ(View(id)->job.state, JobState::kCancelled);
+}
+
+TEST_F(JobManagerTest, NeverFittingJobsAreRefusedAndNothingIsStored) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  auto job = jobs->Submit(Request("name: big\nrun: {entrypoint: x}\ncompute: {cpus: 64}\n"));
+  ASSERT_FALSE(job.ok());
+  EXPECT_THAT(job.error().message(), HasSubstr("64 CPU requested, the machine has 2"));
+  EXPECT_TRUE(store_->LoadJobs()->empty());
+}
+
+// ---- recovery ------------------------------------------------------------
+
+class RecoveryTest : public JobManagerTest {
+ protected:
+  // Submits one job with a first manager, leaving attempt 1 Running (pid 1000).
+  std::string RunningJob() {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    return (*jobs->Submit(Request(kJob)))->job.id;
+  }
+};
+
+TEST_F(RecoveryTest, ALiveShimIsReadopted) {
+  std::string id = RunningJob();
+  FakeRunner runner;
+  runner.lock_holders[LockPath(id, 1)] = 4242;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_TRUE(runner.starts.empty());
+  EXPECT_EQ(runner.watched.size(), 1u);
+  EXPECT_EQ(runner.watched.begin()->second, 4242);
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  exec::ExitStatus ok;
+  ok.exit_code = 0;
+  runner.statuses[StatusPath(id, 1)] = ok;
+  jobs->OnShimExit(runner.watched.begin()->first);
+  EXPECT_EQ(View(id)->job.state, JobState::kSucceeded);
+  EXPECT_EQ(View(id)->attempts.size(), 1u);
+}
+
+TEST_F(RecoveryTest, AnAttemptThatEndedMeanwhileGetsItsRealStatus) {
+  std::string id = RunningJob();
+  FakeRunner runner;
+  exec::ExitStatus failed;
+  failed.exit_code = 5;
+  runner.statuses[StatusPath(id, 1)] = failed;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.exit_code, 5);
+  EXPECT_TRUE(runner.starts.empty());
+}
+
+TEST_F(RecoveryTest, AShimThatDiedWithoutAStatusIsLost) {
+  std::string id = RunningJob();
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.reason, "Lost");
+  EXPECT_TRUE(runner.starts.empty());
+}
+
+TEST_F(RecoveryTest, AnAttemptThatNeverStartedRunsOnceUnderTheSameNumber) {
+  // The first daemon died after committing "attempt 1 starting" and before
+  // any shim existed.
+  FakeRunner first;
+  first.fail_start = false;
+  std::string id;
+  {
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(kJob)))->job.id;
+  }
+  auto records = *store_->LoadJobs();
+  records[0].state = JobState::kAdmitted;
+  ASSERT_TRUE(store_->UpdateJob(records[0]).ok());
+  auto attempts = *store_->LoadAttempts();
+  attempts[0].state = store::AttemptState::kStarting;
+  attempts[0].shim_pid = 0;
+  ASSERT_TRUE(store_->UpsertAttempt(attempts[0]).ok());
+
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  ASSERT_EQ(runner.starts.size(), 1u);
+  EXPECT_THAT(runner.starts[0].env, ::testing::Contains("TAU_ATTEMPT=1"));
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  EXPECT_EQ(View(id)->job.attempt, 1);
+  auto events = *store_->LoadEvents(id, 0, 100);
+  bool requeued = false;
+  for (const auto& e : events) requeued = requeued || (e.type == "Requeued" && e.reason == "DaemonRestart");
+  EXPECT_TRUE(requeued);
+}
+
+}  // namespace
+}  // namespace tau::server
