@@ -143,6 +143,13 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   }
   sched::Resources request = RequestOf(spec);
   TAU_RETURN_IF_ERROR(policy_->CheckFeasible(request, options_.capacity));
+  // depends_on: names mean the newest job of that name now.
+  std::vector<std::string> dependency_ids;
+  for (const std::string& dep : spec.depends_on) {
+    auto found = Find(dep);
+    if (!found.ok()) return NotFoundError(fmt::format("depends_on: no job with id or name \"{}\"", dep));
+    dependency_ids.push_back((*found)->rec.id);
+  }
 
   std::error_code ec;
   fs::path blob = home_.blob(req.snapshot_digest);
@@ -163,6 +170,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   job->rec.spec_sha256 = spec::JobSpecSha256(spec);
   job->rec.snapshot_digest = req.snapshot_digest;
   job->rec.submit_command = req.submit_command;
+  job->rec.depends_on = Join(dependency_ids, ",");
   job->rec.created_at = NowMs();
   job->spec = std::move(spec);
   job->request = request;
@@ -216,6 +224,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
     TAU_RETURN_IF_ERROR(SaveJob(*job));
     TAU_RETURN_IF_ERROR(AppendEvent(*job, "Cancelled", "Cancelled", job->rec.message));
     TAU_RETURN_IF_ERROR(txn.Commit());
+    ScheduleAdmission();  // jobs that depend on it fail now
   } else if (!job->rec.cancel_requested) {
     job->rec.cancel_requested = true;
     {
@@ -245,6 +254,7 @@ Status JobManager::Remove(const std::string& id_or_name) {
   jobs_by_id_.erase(job->rec.id);
   jobs_by_seq_.erase(job->rec.seq);
   Publish();
+  ScheduleAdmission();  // queued jobs that depended on it fail now
   return Status::Ok();
 }
 
@@ -277,10 +287,63 @@ void JobManager::ScheduleAdmission() {
   });
 }
 
+// Whether a queued job's dependencies let it start: kReady, kWaiting (some
+// have not ended; the job's reason says which), or kFailed (one failed, was
+// cancelled or was removed: the job has been ended DependencyFailed).
+JobManager::Dependencies JobManager::CheckDependencies(Job& job) {
+  if (job.rec.depends_on.empty()) return Dependencies::kReady;
+  std::vector<std::string> waiting;
+  for (const std::string& id : Split(job.rec.depends_on, ',')) {
+    auto it = jobs_by_id_.find(id);
+    std::string failure;
+    if (it == jobs_by_id_.end()) {
+      failure = fmt::format("dependency {} was removed before it was seen to succeed", id);
+    } else if (it->second->rec.state == JobState::kFailed || it->second->rec.state == JobState::kCancelled) {
+      failure = fmt::format("dependency {} ({}) ended {}", id, it->second->rec.name,
+                            store::JobStateName(it->second->rec.state));
+    } else if (it->second->rec.state != JobState::kSucceeded) {
+      waiting.push_back(fmt::format("{} ({})", id, it->second->rec.name));
+      continue;
+    } else {
+      continue;
+    }
+    job.rec.state = JobState::kFailed;
+    job.rec.reason = "DependencyFailed";
+    job.rec.message = failure;
+    job.rec.finished_at = NowMs();
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = SaveJob(job);
+    if (st.ok()) st = AppendEvent(job, "Failed", "DependencyFailed", failure);
+    if (st.ok()) st = txn->Commit();
+    if (!st.ok()) LogStoreFailure(job, st);
+    return Dependencies::kFailed;
+  }
+  if (waiting.empty()) {
+    if (job.rec.reason == "WaitingForDependencies") {
+      job.rec.reason.clear();
+      job.rec.message.clear();
+      if (Status st = SaveJob(job); !st.ok()) LogStoreFailure(job, st);
+    }
+    return Dependencies::kReady;
+  }
+  std::string message = "waiting for " + Join(waiting, ", ");
+  if (job.rec.reason != "WaitingForDependencies" || job.rec.message != message) {
+    job.rec.reason = "WaitingForDependencies";
+    job.rec.message = message;
+    if (Status st = SaveJob(job); !st.ok()) LogStoreFailure(job, st);
+  }
+  return Dependencies::kWaiting;
+}
+
 void JobManager::RunAdmission() {
   std::vector<sched::PendingJob> pending;
+  // In submission order, so a job failed here fails its dependents (which
+  // were submitted later) in the same pass.
   for (const auto& [seq, job] : jobs_by_seq_) {
-    if (job->rec.state == JobState::kQueued) pending.push_back({job->rec.id, job->request});
+    if (job->rec.state != JobState::kQueued) continue;
+    if (CheckDependencies(*job) != Dependencies::kReady) continue;
+    pending.push_back({job->rec.id, job->request});
   }
   if (pending.empty()) return;
   sched::Resources free = options_.capacity;

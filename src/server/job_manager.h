@@ -86,6 +86,8 @@ class JobManager {
   Status SaveJob(Job& job);
   Status SaveAttempt(Job& job, const store::AttemptRecord& attempt);
 
+  enum class Dependencies { kReady, kWaiting, kFailed };
+  Dependencies CheckDependencies(Job& job);
   void RunAdmission();
   // Runs RunAdmission soon (see JobManagerOptions::defer).
   void ScheduleAdmission();

@@ -181,6 +181,44 @@ TEST_F(JobManagerTest, NeverFittingJobsAreRefusedAndNothingIsStored) {
   EXPECT_TRUE(store_->LoadJobs()->empty());
 }
 
+TEST_F(JobManagerTest, DependentsWaitForSuccessAndFailWithTheirDependency) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string a = (*jobs->Submit(Request("name: prep\nrun: {entrypoint: x}\ncompute: {cpus: 100m}\n")))->job.id;
+  std::string b = (*jobs->Submit(Request("name: train\nrun: {entrypoint: x}\ncompute: {cpus: 100m}\ndepends_on: [prep]\n")))->job.id;
+  EXPECT_EQ(View(b)->job.state, JobState::kQueued);
+  EXPECT_EQ(View(b)->job.reason, "WaitingForDependencies");
+  EXPECT_THAT(View(b)->job.message, HasSubstr(a));
+  exec::ExitStatus ok;
+  ok.exit_code = 0;
+  runner.statuses[StatusPath(a, 1)] = ok;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  EXPECT_EQ(View(b)->job.state, JobState::kRunning);
+
+  // A failed dependency fails its dependents, and theirs, in one pass.
+  std::string c = (*jobs->Submit(Request("name: c\nrun: {entrypoint: x}\ncompute: {cpus: 100m}\n")))->job.id;
+  std::string d = (*jobs->Submit(Request("name: d\nrun: {entrypoint: x}\ncompute: {cpus: 100m}\ndepends_on: [" + c + "]\n")))->job.id;
+  std::string e = (*jobs->Submit(Request("name: e\nrun: {entrypoint: x}\ncompute: {cpus: 100m}\ndepends_on: [d, train]\n")))->job.id;
+  exec::ExitStatus bad;
+  bad.exit_code = 1;
+  runner.statuses[StatusPath(c, 1)] = bad;
+  jobs->OnShimExit(runner.TokenOf(1002));
+  EXPECT_EQ(View(c)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(d)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(d)->job.reason, "DependencyFailed");
+  EXPECT_EQ(View(e)->job.state, JobState::kFailed);
+  EXPECT_THAT(View(e)->job.message, HasSubstr("(d) ended Failed"));
+}
+
+TEST_F(JobManagerTest, UnknownDependenciesAreRefusedAtSubmit) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  auto job = jobs->Submit(Request("name: x\nrun: {entrypoint: x}\ndepends_on: [nope]\n"));
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.error().code(), StatusCode::kNotFound);
+  EXPECT_THAT(job.error().message(), HasSubstr("depends_on: no job with id or name \"nope\""));
+}
+
 // ---- recovery ------------------------------------------------------------
 
 class RecoveryTest : public JobManagerTest {

@@ -37,7 +37,7 @@ TEST_F(JobStoreTest, MigratesAndReopens) {
   {
     auto store = JobStore::Open(Path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    EXPECT_EQ(*(*store)->SchemaVersion(), 1);
+    EXPECT_EQ(*(*store)->SchemaVersion(), 2);
     ASSERT_TRUE((*store)->InsertJob(Job("j_a", 1)).ok());
   }
   auto again = JobStore::Open(Path());
@@ -61,6 +61,7 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   j.started_at = 6;
   j.finished_at = 9;
   j.submit_command = "tau run x.yaml";
+  j.depends_on = "j_aaaaaaaaaa,j_bbbbbbbbbb";
   ASSERT_TRUE(store->InsertJob(j).ok());
   auto loaded = (*store->LoadJobs())[0];
   EXPECT_EQ(loaded.state, JobState::kFailed);
@@ -70,6 +71,7 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   EXPECT_TRUE(loaded.cancel_requested);
   EXPECT_EQ(loaded.finished_at, 9);
   EXPECT_EQ(loaded.submit_command, "tau run x.yaml");
+  EXPECT_EQ(loaded.depends_on, "j_aaaaaaaaaa,j_bbbbbbbbbb");
   EXPECT_FALSE(loaded.exit_code == std::nullopt);
 
   loaded.state = JobState::kSucceeded;

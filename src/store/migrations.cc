@@ -52,6 +52,10 @@ CREATE TABLE events (
 ) STRICT;
 CREATE INDEX events_by_job ON events(job_id, id);
 )sql",
+    // 2: the job ids a job waits for (depends_on, resolved at submit).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN depends_on TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 }  // namespace

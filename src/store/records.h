@@ -36,6 +36,9 @@ struct JobRecord {
   std::string snapshot_digest;
   std::string submit_command;
   bool cancel_requested = false;
+  // Ids of the jobs that must succeed first, comma-separated (depends_on
+  // with names resolved at submit).
+  std::string depends_on;
   int64_t created_at = 0;
   std::optional<int64_t> admitted_at;
   std::optional<int64_t> started_at;

@@ -260,6 +260,27 @@ TEST_F(ControlPlaneTest, BadRequestsGetErrorsAndTheServerStaysUp) {
   EXPECT_EQ(Tau({"server", "status"}).exit_code, 0);
 }
 
+TEST_F(ControlPlaneTest, DependsOnMakesAPipeline) {
+  std::string prep = Submit(WriteSpec("prep.yaml", CommandSpec("prep", "sleep 0.3; echo prepared > $TAU_OUTPUT_DIR/done")));
+  std::string train = Submit(WriteSpec("train.yaml", CommandSpec("train", "echo training", "depends_on: [prep]\n")));
+  nlohmann::json waiting = Job(train);
+  EXPECT_EQ(waiting["state"], "Queued");
+  EXPECT_EQ(waiting["reason"], "WaitingForDependencies");
+  ASSERT_TRUE(WaitForState(train, "Succeeded"));
+  EXPECT_GE(Job(train)["started_at"].get<std::string>(), Job(prep)["finished_at"].get<std::string>());
+
+  std::string broken = Submit(WriteSpec("broken.yaml", CommandSpec("broken", "exit 1")));
+  std::string after = Submit(WriteSpec("after.yaml", CommandSpec("after", "echo never", "depends_on: [broken]\n")));
+  ASSERT_TRUE(WaitForState(after, "Failed"));
+  EXPECT_EQ(Job(after)["reason"], "DependencyFailed");
+  EXPECT_TRUE(Job(after)["attempts"].empty());
+
+  CommandResult unknown = Tau({"run", WriteSpec("orphan.yaml", CommandSpec("orphan", "true", "depends_on: [nobody]\n"))});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("depends_on: no job with id or name \"nobody\""));
+  (void)broken;
+}
+
 TEST_F(ControlPlaneTest, ServerStopLeavesJobsRunningAndARestartAdoptsThem) {
   std::string id = Submit(WriteSpec("survivor.yaml", CommandSpec("survivor", "echo before; sleep 1; echo after")));
   ASSERT_TRUE(WaitUntil([&] { return Tau({"logs", id}).out.find("before") != std::string::npos; }));
