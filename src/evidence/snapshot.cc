@@ -7,11 +7,13 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <functional>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "common/digest.h"
+#include "evidence/gitignore.h"
 #include "evidence/path_match.h"
 
 namespace tau::evidence {
@@ -119,24 +121,39 @@ Result<Snapshot> PackSnapshot(const fs::path& root, const SnapshotOptions& optio
     return NotFoundError(fmt::format("{} is not a folder", root.string()));
   }
   ExcludeMatcher matcher(options.exclude);
+  GitIgnore gitignore;
   Snapshot snap;
-  std::vector<fs::path> stack = {root};
   std::vector<std::pair<std::string, fs::file_status>> found;
-  for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::none, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    // lexically: fs::relative would resolve symlinks to their targets.
-    std::string rel = it->path().lexically_relative(root).generic_string();
-    fs::file_status st = it->symlink_status(ec);
-    bool is_dir = fs::is_directory(st);
-    std::string name = it->path().filename().string();
-    if ((is_dir && name == ".git") || matcher.Excluded(rel, is_dir)) {
-      if (is_dir) it.disable_recursion_pending();
-      continue;
+  // Depth-first, so each folder's .gitignore applies to what is below it.
+  std::function<Status(const std::string&)> walk = [&](const std::string& rel_dir) -> Status {
+    fs::path dir = rel_dir.empty() ? root : root / rel_dir;
+    const size_t rules_before = gitignore.size();
+    std::error_code ec2;
+    if (fs::is_regular_file(dir / ".gitignore", ec2)) {
+      TAU_ASSIGN_OR_RETURN(std::string text, ReadFile(dir / ".gitignore"));
+      gitignore.AddFile(rel_dir, text);
     }
-    if (!is_dir && !fs::is_regular_file(st) && !fs::is_symlink(st)) continue;  // sockets, fifos
-    found.emplace_back(rel, st);
-  }
-  if (ec) return ErrnoError(ec.value(), fmt::format("list {}", root.string()));
+    std::vector<fs::directory_entry> entries;
+    for (auto it = fs::directory_iterator(dir, ec2); !ec2 && it != fs::directory_iterator(); it.increment(ec2)) {
+      entries.push_back(*it);
+    }
+    if (ec2) return ErrnoError(ec2.value(), fmt::format("list {}", dir.string()));
+    std::sort(entries.begin(), entries.end(),
+              [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
+    for (const auto& entry : entries) {
+      std::string name = entry.path().filename().string();
+      std::string rel = rel_dir.empty() ? name : rel_dir + "/" + name;
+      fs::file_status st = entry.symlink_status(ec2);
+      bool is_dir = fs::is_directory(st);
+      if ((is_dir && name == ".git") || gitignore.Ignored(rel, is_dir) || matcher.Excluded(rel, is_dir)) continue;
+      if (!is_dir && !fs::is_regular_file(st) && !fs::is_symlink(st)) continue;  // sockets, fifos
+      found.emplace_back(rel, st);
+      if (is_dir) TAU_RETURN_IF_ERROR(walk(rel));
+    }
+    gitignore.Truncate(rules_before);
+    return Status::Ok();
+  };
+  TAU_RETURN_IF_ERROR(walk(""));
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
   std::vector<std::pair<int64_t, std::string>> sizes;

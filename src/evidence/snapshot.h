@@ -33,7 +33,8 @@ struct SnapshotOptions {
   int64_t max_bytes = int64_t{100} << 20;
 };
 
-// Packs `root`. `.git` folders are always left out. Over `max_bytes` of file
+// Packs `root`. `.git` folders are always left out, and so is whatever the
+// .gitignore files under `root` ignore, as git does (gitignore.h). Over `max_bytes` of file
 // content it fails with ResourceExhausted naming the largest files, so the
 // user knows what to exclude.
 Result<Snapshot> PackSnapshot(const std::filesystem::path& root, const SnapshotOptions& options);

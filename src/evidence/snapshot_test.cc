@@ -100,3 +100,29 @@ TEST_F(SnapshotTest, RefusesCorruptBlobs) {
 
 }  // namespace
 }  // namespace tau::evidence
+
+namespace tau::evidence {
+namespace {
+
+TEST_F(SnapshotTest, HonoursGitignoreFilesAsGitDoes) {
+  Write(".gitignore", "*.log\n__pycache__/\ndata/\n!keep.log\n");
+  Write("train.py", "t");
+  Write("run.log", "l");
+  Write("keep.log", "k");
+  Write("__pycache__/x.pyc", "c");
+  Write("data/big.bin", "b");
+  Write("data/.gitignore", "!big.bin\n");  // cannot re-include inside an ignored folder
+  Write("src/.gitignore", "*.tmp\n!src-keep.tmp\n");
+  Write("src/a.tmp", "a");
+  Write("src/src-keep.tmp", "s");
+  Write("b.tmp", "b");  // src's rule does not reach up here
+  auto snap = PackSnapshot(root_, {});
+  ASSERT_TRUE(snap.ok());
+  std::vector<std::string> paths;
+  for (const auto& e : snap->entries) paths.push_back(e.path);
+  EXPECT_THAT(paths, ::testing::UnorderedElementsAre(".gitignore", "b.tmp", "keep.log", "src", "src/.gitignore",
+                                                     "src/src-keep.tmp", "train.py"));
+}
+
+}  // namespace
+}  // namespace tau::evidence

@@ -50,7 +50,9 @@ const std::vector<FieldDoc>& Catalogue() {
        "working_dir: ../src"},
       {"run.exclude", FieldType::kStringList, "list of globs", "[]", false,
        "Paths left out of the code snapshot, as globs relative to working_dir (`*` within a "
-       "name, `**` across folders; a trailing `/` matches folders only).",
+       "name, `**` across folders; a trailing `/` matches folders only). The snapshot also "
+       "leaves out `.git` and whatever the .gitignore files under working_dir ignore, as git "
+       "does.",
        "exclude: [data/, \"*.ckpt\", \"**/__pycache__/\"]"},
       {"compute", FieldType::kObject, "mapping", "", false,
        "Resources of each worker. A job with workers: 4 and gpus: 2 uses 8 GPUs.",
