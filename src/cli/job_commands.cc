@@ -9,7 +9,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -22,6 +25,7 @@
 #include "common/duration.h"
 #include "evidence/snapshot.h"
 #include "render/yaml_emitter.h"
+#include "spec/env_file.h"
 #include "spec/json_codec.h"
 #include "spec/load.h"
 
@@ -160,6 +164,28 @@ int RunRun(const RunOptions& o) {
                  o.file.c_str(), spec.run.entrypoint.c_str(), loaded->working_dir.c_str());
     return kExitUsage;
   }
+  // Secret variables: runtime.env_from_file (relative to the spec's folder)
+  // and --env-file, read now and sent apart from the spec.
+  std::vector<std::string> env_files = o.env_files;
+  if (!spec.runtime.env_from_file.empty()) {
+    fs::path p = spec.runtime.env_from_file;
+    env_files.insert(env_files.begin(), (p.is_absolute() ? p : fs::absolute(o.file).parent_path() / p).string());
+  }
+  json secret_env = json::object();
+  for (const std::string& path : env_files) {
+    std::ifstream in(path);
+    if (!in) {
+      std::fprintf(stderr, "tau: cannot read env file %s: %s\n", path.c_str(), std::strerror(errno));
+      return kExitUsage;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    spec::Diagnostics env_diags;
+    spec::StringPairs vars = spec::ParseEnvFile(text.str(), path, &env_diags);
+    for (const auto& d : env_diags.Sorted()) std::fprintf(stderr, "%s\n", spec::FormatDiagnostic(d).c_str());
+    if (env_diags.has_errors()) return kExitUsage;
+    for (const auto& [k, v] : vars) secret_env[k] = v;
+  }
   auto snapshot = evidence::PackSnapshot(loaded->working_dir, {.exclude = spec.run.exclude});
   if (!snapshot.ok()) return Fail(snapshot.error());
   auto client = Client();
@@ -170,6 +196,7 @@ int RunRun(const RunOptions& o) {
   json body = {{"spec", spec::JobSpecToJsonValue(spec)},
                {"snapshot", snapshot->digest},
                {"submit_command", o.command_line}};
+  if (!secret_env.empty()) body["secret_env"] = secret_env;
   auto job = client->Post("/api/v1/jobs", body);
   if (!job.ok()) return Fail(job.error());
   std::string id = job->value("id", "");

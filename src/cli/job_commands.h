@@ -13,6 +13,7 @@ struct RunOptions {
   bool follow = false;
   std::string queue, priority, name;
   std::string output;  // "" or "json"
+  std::vector<std::string> env_files;  // --env-file: secret variables
   std::string command_line;  // recorded with the job
 };
 int RunRun(const RunOptions& options);

@@ -79,6 +79,8 @@ int Main(int argc, char** argv) {
   run_cmd->add_option("--queue", run.queue, "LocalQueue (same as --set queue=Q)");
   run_cmd->add_option("--priority", run.priority, "WorkloadPriorityClass (same as --set priority=P)");
   run_cmd->add_option("--name", run.name, "Job name (same as --set name=N)");
+  run_cmd->add_option("--env-file", run.env_files,
+                      "Read secret KEY=VALUE variables from FILE: given to the job, never shown (repeatable)");
   run_cmd->add_option("-o,--output", run.output, "Print the job as JSON instead of its id")
       ->check(CLI::IsMember({"json"}));
   run_cmd->callback([&] { exit_code = RunRun(run); });

@@ -220,6 +220,11 @@ class ApiServer::Impl {
         submit.spec_json = body->at("spec").dump();
         submit.snapshot_digest = body->at("snapshot").get<std::string>();
         submit.submit_command = body->value("submit_command", "");
+        if (body->contains("secret_env")) {
+          for (auto it = (*body)["secret_env"].begin(); it != (*body)["secret_env"].end(); ++it) {
+            submit.secret_env.emplace_back(it.key(), it.value().get<std::string>());
+          }
+        }
       } catch (const json::exception&) {
         return SendError(res, InvalidArgumentError("expected {\"spec\": {...}, \"snapshot\": \"sha256:...\"}"));
       }

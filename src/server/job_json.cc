@@ -57,6 +57,7 @@ json JobToJson(const JobView& v) {
             {"cpus", Quantity::FromMilli(v.cpus_milli).ToString()},
             {"memory", Quantity::FromUnits(v.memory_bytes, Quantity::Format::kBinary).ToString()}}},
           {"project", v.project},
+          {"secret_env", v.secret_env_names},
           {"spec_sha256", j.spec_sha256},
           {"snapshot", j.snapshot_digest},
           {"submit_command", j.submit_command},

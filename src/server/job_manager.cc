@@ -9,8 +9,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "common/names.h"
 #include "common/strings.h"
 #include "evidence/snapshot.h"
 #include "exec/process_info.h"
@@ -171,6 +173,17 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   job->rec.snapshot_digest = req.snapshot_digest;
   job->rec.submit_command = req.submit_command;
   job->rec.depends_on = Join(dependency_ids, ",");
+  if (!req.secret_env.empty()) {
+    nlohmann::json secrets = nlohmann::json::object();
+    for (const auto& [k, v] : req.secret_env) {
+      if (!CheckEnvVarName(k).ok() || spec::IsReservedEnvName(k)) {
+        return InvalidArgumentError(fmt::format("secret_env: \"{}\" cannot be set", k));
+      }
+      secrets[k] = v;
+    }
+    job->rec.secret_env = secrets.dump();
+    job->secret_env = req.secret_env;
+  }
   job->rec.created_at = NowMs();
   job->spec = std::move(spec);
   job->request = request;
@@ -379,6 +392,7 @@ AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt) cons
     s.env.push_back(k + "=" + v);
   }
   for (const auto& [k, v] : job.spec.runtime.env) s.env.push_back(k + "=" + v);
+  for (const auto& [k, v] : job.secret_env) s.env.push_back(k + "=" + v);
   s.cwd = home_.code_dir(id).string();
   s.log_path = home_.log_file(id, attempt, 0).string();
   s.status_path = home_.status_file(id, attempt).string();
@@ -573,6 +587,14 @@ Status JobManager::Recover() {
     }
     job->spec = std::move(*spec);
     job->request = RequestOf(job->spec);
+    if (!rec.secret_env.empty()) {
+      nlohmann::json secrets = nlohmann::json::parse(rec.secret_env, nullptr, false);
+      if (secrets.is_object()) {
+        for (auto it = secrets.begin(); it != secrets.end(); ++it) {
+          if (it.value().is_string()) job->secret_env.emplace_back(it.key(), it.value().get<std::string>());
+        }
+      }
+    }
     job->rec = std::move(rec);
     job->attempts = std::move(by_job[job->rec.id]);
     next_seq_ = std::max(next_seq_, job->rec.seq + 1);
@@ -671,6 +693,9 @@ void JobManager::Publish() {
       jv->cpus_milli = job->request.cpus_milli;
       jv->memory_bytes = job->request.memory_bytes;
       jv->project = job->spec.experiment.project;
+      for (const auto& [k, v] : job->secret_env) jv->secret_env_names.push_back(k);
+      // The view is what readers see: no secret values in it.
+      jv->job.secret_env.clear();
       job->view = std::move(jv);
     }
     view->jobs.push_back(job->view);

@@ -25,6 +25,7 @@ struct SubmitRequest {
   std::string spec_json;        // the resolved spec (tau validate -o json)
   std::string snapshot_digest;  // "sha256:HEX" of an uploaded blob
   std::string submit_command;   // how the user submitted it, for the record
+  spec::StringPairs secret_env; // from env files: given to attempts, never shown
 };
 
 struct JobManagerOptions {
@@ -72,6 +73,7 @@ class JobManager {
     store::JobRecord rec;
     std::vector<store::AttemptRecord> attempts;
     spec::JobSpec spec;
+    spec::StringPairs secret_env;
     sched::Resources request;
     bool holds_resources = false;
     std::optional<exec::ShimProcess> shim;

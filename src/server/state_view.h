@@ -21,6 +21,7 @@ struct JobView {
   int64_t cpus_milli = 0;    // all workers together
   int64_t memory_bytes = 0;  // all workers together
   std::string project;       // experiment.project
+  std::vector<std::string> secret_env_names;  // names only: values are never published
 };
 
 // An immutable picture of every job, published by the control loop after

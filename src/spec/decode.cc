@@ -427,6 +427,9 @@ class Decoder {
         }
       }
     }
+    if (const Node* v = Optional(n, "runtime", "env_from_file")) {
+      NonEmptyString(*v, "runtime.env_from_file", &r->env_from_file);
+    }
     if (const Node* v = Optional(n, "runtime", "env")) {
       StringMap(*v, "runtime.env", &r->env);
       for (const auto& [name, value] : r->env) {

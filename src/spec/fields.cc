@@ -92,6 +92,12 @@ const std::vector<FieldDoc>& Catalogue() {
        "MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK and "
        "CUDA_VISIBLE_DEVICES are set by the platform and cannot be set here.",
        "env:\n  HF_HOME: /data/hf\n  OMP_NUM_THREADS: \"4\""},
+      {"runtime.env_from_file", FieldType::kString, "path", "", false,
+       "A file of KEY=VALUE lines (`#` comments, optional `export `, optional quotes) that "
+       "`tau run` reads when it submits the job, relative to the spec file's folder. Its values "
+       "are secret: stored with the job for its attempts, never shown by `tau status`, "
+       "`tau list`, the API or the server's log. `tau run --env-file FILE` does the same.",
+       "env_from_file: .env"},
       {"checkpoint", FieldType::kObject, "mapping", "", false,
        "How the job's checkpoints (files or folders written to TAU_CHECKPOINT_DIR) are kept.",
        "checkpoint:\n  keep: 5\n  grace_period: 2m"},

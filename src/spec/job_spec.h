@@ -49,6 +49,9 @@ struct RuntimeSpec {
   std::string image;  // empty: not given
   std::vector<std::string> pip;
   StringPairs env;
+  // A KEY=VALUE file read by `tau run` at submit; its values are secret
+  // (stored with the job, never shown). As written; "" when not given.
+  std::string env_from_file;
 };
 
 struct CheckpointSpec {

@@ -57,6 +57,7 @@ json JobSpecToJsonValue(const JobSpec& s) {
     j["compute"]["processes_per_worker"] = s.compute.processes_per_worker;
   }
   if (!s.runtime.image.empty()) j["runtime"]["image"] = s.runtime.image;
+  if (!s.runtime.env_from_file.empty()) j["runtime"]["env_from_file"] = s.runtime.env_from_file;
   if (s.limits.max_runtime) j["limits"]["max_runtime"] = FormatDuration(*s.limits.max_runtime);
   if (!s.experiment.project.empty()) j["experiment"]["project"] = s.experiment.project;
   return j;

@@ -56,6 +56,10 @@ CREATE INDEX events_by_job ON events(job_id, id);
     R"sql(
 ALTER TABLE jobs ADD COLUMN depends_on TEXT NOT NULL DEFAULT '';
 )sql",
+    // 3: secret environment variables (tau run --env-file), a JSON object.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN secret_env TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 }  // namespace

@@ -39,6 +39,9 @@ struct JobRecord {
   // Ids of the jobs that must succeed first, comma-separated (depends_on
   // with names resolved at submit).
   std::string depends_on;
+  // Secret environment variables as a JSON object ("" for none); never
+  // shown to anyone.
+  std::string secret_env;
   int64_t created_at = 0;
   std::optional<int64_t> admitted_at;
   std::optional<int64_t> started_at;

@@ -281,6 +281,31 @@ TEST_F(ControlPlaneTest, DependsOnMakesAPipeline) {
   (void)broken;
 }
 
+TEST_F(ControlPlaneTest, EnvFilesReachTheJobAndAreShownNowhere) {
+  WriteFile(".env", "# secrets\nexport API_KEY=s3cr3t-value\nDB_PASSWORD='hunter2-value'\n");
+  WriteFile("more.env", "EXTRA_TOKEN=\"tok-value\"\n");
+  std::string spec = WriteSpec("secret.yaml", CommandSpec("secret", "echo got $API_KEY $DB_PASSWORD $EXTRA_TOKEN",
+                                                          "runtime:\n  env_from_file: .env\n"));
+  CommandResult r = Tau({"run", "-f", "--env-file", "more.env", spec});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("got s3cr3t-value hunter2-value tok-value\n"));
+  nlohmann::json job = Job("secret");
+  EXPECT_EQ(job["secret_env"], nlohmann::json::array({"API_KEY", "DB_PASSWORD", "EXTRA_TOKEN"}));
+  std::string everything = Tau({"status", "secret", "-o", "json"}).out + Tau({"list", "-o", "wide"}).out +
+                           Tau({"list", "-o", "json"}).out + Tau({"events"}).out;
+  std::ifstream log(home_ / "server.log");
+  std::stringstream log_text;
+  log_text << log.rdbuf();
+  everything += log_text.str();
+  for (const char* value : {"s3cr3t-value", "hunter2-value", "tok-value"}) {
+    EXPECT_EQ(everything.find(value), std::string::npos) << value << " leaked";
+  }
+  CommandResult bad = Tau({"run", "--env-file", WriteSpec("bad.env", "TAU_JOB_ID=x\nnot a line\n"), spec});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("bad.env:1:1: error: TAU_JOB_ID is set by TauGrid"));
+  EXPECT_THAT(bad.err, HasSubstr("bad.env:2:1: error: expected KEY=VALUE"));
+}
+
 TEST_F(ControlPlaneTest, ServerStopLeavesJobsRunningAndARestartAdoptsThem) {
   std::string id = Submit(WriteSpec("survivor.yaml", CommandSpec("survivor", "echo before; sleep 1; echo after")));
   ASSERT_TRUE(WaitUntil([&] { return Tau({"logs", id}).out.find("before") != std::string::npos; }));

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <string_view>
+
+#include "spec/diagnostics.h"
+#include "spec/job_spec.h"
+
+namespace tau::spec {
+
+// Parses an env file: one KEY=VALUE per line; blank lines and lines
+// starting with '#' are skipped; "export KEY=VALUE" is accepted; a value in
+// matching single or double quotes loses them. Names follow the rules of
+// runtime.env (valid, not reserved). Problems go to `diags` as FILE:LINE:1.
+StringPairs ParseEnvFile(std::string_view text, std::string_view file_name, Diagnostics* diags);
+
+}  // namespace tau::spec
