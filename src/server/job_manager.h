@@ -82,6 +82,10 @@ class JobManager {
     std::shared_ptr<const JobView> view;  // reset when the job changes
   };
 
+  // The stored (canonical JSON) spec decoded again, and what it asks for.
+  static Result<spec::JobSpec> DecodeSpec(const std::string& json);
+  static sched::Resources RequestOf(const spec::JobSpec& spec);
+
   Result<Job*> Find(const std::string& id_or_name);
   int64_t NowMs() const;
   Status AppendEvent(const Job& job, std::string type, std::string reason, std::string message);

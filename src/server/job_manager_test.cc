@@ -92,7 +92,7 @@ class JobManagerTest : public ::testing::Test {
     o.check_files = false;
     auto loaded = spec::LoadJobSpecText("schema_version: 1\n" + body, "t.yaml", "/", o, &diags);
     EXPECT_TRUE(loaded.ok()) << diags.Format();
-    return {spec::JobSpecToJson(loaded->spec), digest_, "test"};
+    return {spec::JobSpecToJson(loaded->spec), digest_, "test", {}};
   }
   std::shared_ptr<const JobView> View(const std::string& id) { return publisher_.Current()->Resolve(id); }
   std::string StatusPath(const std::string& id, int n) { return home().status_file(id, n).string(); }

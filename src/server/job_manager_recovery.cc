@@ -1,0 +1,122 @@
+// Recovery after a restart: the job state machine meets the processes
+// that ran while no daemon watched them (docs/control-plane.md#crash-safety).
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "common/strings.h"
+#include "exec/process_info.h"
+#include "server/job_manager.h"
+
+namespace tau::server {
+using store::AttemptRecord;
+using store::AttemptState;
+using store::JobState;
+
+Status JobManager::Recover() {
+  TAU_ASSIGN_OR_RETURN(std::vector<store::JobRecord> records, store_->LoadJobs());
+  TAU_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store_->LoadAttempts());
+  std::unordered_map<std::string, std::vector<AttemptRecord>> by_job;
+  for (auto& a : attempts) by_job[a.job_id].push_back(std::move(a));
+  for (auto& rec : records) {
+    auto job = std::make_unique<Job>();
+    auto spec = DecodeSpec(rec.spec_json);
+    if (!spec.ok()) {
+      log::Error("jobs", "a stored spec no longer decodes", {{"job", rec.id}, {"error", spec.status().ToString()}});
+      continue;
+    }
+    job->spec = std::move(*spec);
+    job->request = RequestOf(job->spec);
+    if (!rec.secret_env.empty()) {
+      nlohmann::json secrets = nlohmann::json::parse(rec.secret_env, nullptr, false);
+      if (secrets.is_object()) {
+        for (auto it = secrets.begin(); it != secrets.end(); ++it) {
+          if (it.value().is_string()) job->secret_env.emplace_back(it.key(), it.value().get<std::string>());
+        }
+      }
+    }
+    job->rec = std::move(rec);
+    job->attempts = std::move(by_job[job->rec.id]);
+    next_seq_ = std::max(next_seq_, job->rec.seq + 1);
+    Job* raw = job.get();
+    jobs_by_id_[raw->rec.id] = raw;
+    jobs_by_seq_[raw->rec.seq] = std::move(job);
+  }
+  {
+    TAU_ASSIGN_OR_RETURN(store::Statement st, store_->db()->Prepare("SELECT COALESCE(MAX(id), 0) FROM events"));
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row) last_event_id_ = st.Int(0);
+  }
+
+  for (auto& [seq, job_ptr] : jobs_by_seq_) {
+    Job& job = *job_ptr;
+    if (job.rec.state != JobState::kAdmitted && job.rec.state != JobState::kRunning) continue;
+    const int64_t n = job.rec.attempt;
+    const std::string status_path = home_.status_file(job.rec.id, n).string();
+    const std::string lock_path = home_.attempt_lock(job.rec.id, n).string();
+    AttemptRecord current;
+    for (const auto& a : job.attempts) {
+      if (a.number == n) current = a;
+    }
+    for (const auto& g : Split(current.gpus, ',')) {
+      if (!g.empty()) job.gpu_indexes.push_back(std::stoi(g));
+    }
+    for (int g : job.gpu_indexes) {
+      if (static_cast<size_t>(g) < gpu_busy_.size()) gpu_busy_[static_cast<size_t>(g)] = true;
+    }
+    used_ += job.request;
+    job.holds_resources = true;
+
+    auto holder = runner_->LockHolder(lock_path);
+    // A shim that holds the lock but has not written its pid yet is
+    // moments old; its pid appears as soon as it runs.
+    for (int i = 0; i < 200 && holder && *holder == 0; ++i) {
+      ::usleep(5000);
+      holder = runner_->LockHolder(lock_path);
+    }
+    if (holder && *holder > 0) {
+      job.shim = exec::ShimProcess{*holder, exec::ProcessStartTicks(*holder).value_or(0)};
+      job.token = next_token_++;
+      jobs_by_token_[job.token] = &job;
+      if (current.state == AttemptState::kStarting) {
+        current.state = AttemptState::kRunning;
+        current.shim_pid = job.shim->pid;
+        current.shim_start_ticks = job.shim->start_ticks;
+        current.started_at = NowMs();
+        job.rec.state = JobState::kRunning;
+        job.rec.started_at = job.rec.started_at.value_or(*current.started_at);
+        TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+        TAU_RETURN_IF_ERROR(SaveAttempt(job, current));
+        TAU_RETURN_IF_ERROR(SaveJob(job));
+        TAU_RETURN_IF_ERROR(AppendEvent(job, "Started", "", fmt::format("attempt {} (pid {}), found after a restart", n, job.shim->pid)));
+        TAU_RETURN_IF_ERROR(txn.Commit());
+      }
+      log::Info("jobs", "re-adopted a running attempt", {{"job", job.rec.id}, {"attempt", std::to_string(n)}, {"pid", std::to_string(job.shim->pid)}});
+      TAU_RETURN_IF_ERROR(runner_->Watch(job.token, job.shim->pid));
+      if (job.rec.cancel_requested) (void)runner_->Stop(*job.shim);
+      continue;
+    }
+    auto status = runner_->ReadStatus(status_path);
+    if (status.ok() || current.state == AttemptState::kRunning) {
+      // It ended while no daemon watched (or its shim died).
+      FinishAttempt(job, status);
+      continue;
+    }
+    // No shim ever ran this attempt: give it back to the queue, same number.
+    Release(job);
+    job.rec.state = JobState::kQueued;
+    job.rec.attempt = n - 1;
+    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+    TAU_RETURN_IF_ERROR(SaveJob(job));
+    TAU_RETURN_IF_ERROR(AppendEvent(job, "Requeued", "DaemonRestart", fmt::format("attempt {} had not started when the daemon stopped", n)));
+    TAU_RETURN_IF_ERROR(txn.Commit());
+  }
+  RunAdmission();
+  Publish();
+  return Status::Ok();
+}
+
+}  // namespace tau::server
