@@ -30,12 +30,12 @@ std::filesystem::path TauHome::log_file(const std::string& id, int64_t attempt, 
   return attempt_dir(id, attempt) / fmt::format("rank-{}.log", rank);
 }
 
-std::filesystem::path TauHome::status_file(const std::string& id, int64_t attempt) const {
-  return attempt_dir(id, attempt) / "status.json";
+std::filesystem::path TauHome::status_file(const std::string& id, int64_t attempt, int rank) const {
+  return attempt_dir(id, attempt) / fmt::format("rank-{}.status.json", rank);
 }
 
-std::filesystem::path TauHome::attempt_lock(const std::string& id, int64_t attempt) const {
-  return attempt_dir(id, attempt) / "lock";
+std::filesystem::path TauHome::attempt_lock(const std::string& id, int64_t attempt, int rank) const {
+  return attempt_dir(id, attempt) / fmt::format("rank-{}.lock", rank);
 }
 
 std::string NewJobId() {

@@ -14,7 +14,7 @@ namespace tau {
 //   server.log            its log when started in the background
 //   blobs/sha256/HEX      uploaded code snapshots (content-addressed)
 //   jobs/ID/code/         the job's unpacked snapshot (its working folder)
-//   jobs/ID/attempts/N/   rank-R.log, status.json, lock of attempt N
+//   jobs/ID/attempts/N/   rank-R.log, rank-R.status.json, rank-R.lock
 //   jobs/ID/checkpoints/  jobs/ID/outputs/  jobs/ID/metrics.jsonl
 class TauHome {
  public:
@@ -35,8 +35,8 @@ class TauHome {
   std::filesystem::path code_dir(const std::string& id) const { return job_dir(id) / "code"; }
   std::filesystem::path attempt_dir(const std::string& id, int64_t attempt) const;
   std::filesystem::path log_file(const std::string& id, int64_t attempt, int rank) const;
-  std::filesystem::path status_file(const std::string& id, int64_t attempt) const;
-  std::filesystem::path attempt_lock(const std::string& id, int64_t attempt) const;
+  std::filesystem::path status_file(const std::string& id, int64_t attempt, int rank = 0) const;
+  std::filesystem::path attempt_lock(const std::string& id, int64_t attempt, int rank = 0) const;
   std::filesystem::path checkpoint_dir(const std::string& id) const { return job_dir(id) / "checkpoints"; }
   std::filesystem::path output_dir(const std::string& id) const { return job_dir(id) / "outputs"; }
   std::filesystem::path metrics_file(const std::string& id) const { return job_dir(id) / "metrics.jsonl"; }

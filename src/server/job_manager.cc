@@ -134,10 +134,6 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
         "taugridd does not have yet; run it as workload_kind job, or render it with `tau render` "
         "for a cluster with KubeRay");
   }
-  if (spec.compute.workers > 1) {
-    return FailedPreconditionError(
-        "gangs (compute.workers > 1) are not supported by this taugridd's local executor yet");
-  }
   if (!spec.runtime.pip.empty()) {
     return FailedPreconditionError(
         "runtime.pip is not supported by this taugridd's local executor yet; install the packages "
@@ -248,7 +244,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
           fmt::format("SIGTERM sent; SIGKILL after {}", FormatDuration(job->spec.checkpoint.grace_period))));
       TAU_RETURN_IF_ERROR(txn.Commit());
     }
-    if (job->shim) TAU_RETURN_IF_ERROR(runner_->Stop(*job->shim));
+    StopRanks(*job);
   }
   Publish();
   return job->view;
@@ -364,41 +360,58 @@ void JobManager::RunAdmission() {
   for (const std::string& id : policy_->Admit(pending, free)) StartAttempt(*jobs_by_id_[id]);
 }
 
-AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt) const {
+// What rank `rank` of attempt `attempt` runs. A gang (workers > 1) or a
+// torchrun job gets the rendezvous contract: MASTER_ADDR, MASTER_PORT,
+// WORLD_SIZE, NODE_RANK and TAU_WORKER_INDEX (the worker's index), and for
+// one process per worker (launcher command) also RANK, LOCAL_RANK and
+// LOCAL_WORLD_SIZE; torchrun sets those for the processes it starts.
+AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt, int rank, int port) const {
   const std::string& id = job.rec.id;
+  const spec::JobSpec& spec = job.spec;
+  const int64_t workers = spec.compute.workers;
+  const bool torchrun = spec.run.launcher == spec::Launcher::kTorchrun;
   AttemptStart s;
-  spec::Rendezvous rendezvous;
-  if (job.spec.run.launcher == spec::Launcher::kTorchrun) {
-    rendezvous.master_port = std::to_string(FreeLoopbackPort());
-  }
-  s.argv = spec::BuildWorkerCommand(job.spec, rendezvous);
+  spec::Rendezvous rendezvous{std::to_string(workers), std::to_string(rank), "127.0.0.1", std::to_string(port)};
+  s.argv = spec::BuildWorkerCommand(spec, rendezvous);
   s.env = options_.base_env;
   std::vector<std::string> gpus;
-  for (int g : job.gpu_indexes) {
-    gpus.push_back(static_cast<size_t>(g) < options_.gpu_uuids.size() ? options_.gpu_uuids[static_cast<size_t>(g)]
-                                                                      : std::to_string(g));
+  const size_t per_rank = static_cast<size_t>(spec.compute.gpus);
+  for (size_t i = static_cast<size_t>(rank) * per_rank;
+       i < static_cast<size_t>(rank + 1) * per_rank && i < job.gpu_indexes.size(); ++i) {
+    size_t g = static_cast<size_t>(job.gpu_indexes[i]);
+    gpus.push_back(g < options_.gpu_uuids.size() ? options_.gpu_uuids[g] : std::to_string(g));
   }
-  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"TAU_JOB_ID", id},
-           {"TAU_JOB_NAME", job.rec.name},
-           {"TAU_ATTEMPT", std::to_string(attempt)},
-           {"TAU_WORKSPACE", job.rec.workspace},
-           {"TAU_CHECKPOINT_DIR", home_.checkpoint_dir(id).string()},
-           {"TAU_OUTPUT_DIR", home_.output_dir(id).string()},
-           {"TAU_METRICS_FILE", home_.metrics_file(id).string()},
-           {"CUDA_VISIBLE_DEVICES", Join(gpus, ",")},
-           {"PYTHONUNBUFFERED", "1"},
-       }) {
-    s.env.push_back(k + "=" + v);
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"TAU_JOB_ID", id},
+      {"TAU_JOB_NAME", job.rec.name},
+      {"TAU_ATTEMPT", std::to_string(attempt)},
+      {"TAU_WORKSPACE", job.rec.workspace},
+      {"TAU_WORKER_INDEX", std::to_string(rank)},
+      {"TAU_CHECKPOINT_DIR", home_.checkpoint_dir(id).string()},
+      {"TAU_OUTPUT_DIR", home_.output_dir(id).string()},
+      {"TAU_METRICS_FILE", home_.metrics_file(id).string()},
+      {"CUDA_VISIBLE_DEVICES", Join(gpus, ",")},
+      {"PYTHONUNBUFFERED", "1"},
+  };
+  if (workers > 1 || torchrun) {
+    const int64_t world = torchrun ? workers * spec.compute.processes_per_worker : workers;
+    vars.insert(vars.end(), {{"MASTER_ADDR", "127.0.0.1"},
+                             {"MASTER_PORT", std::to_string(port)},
+                             {"WORLD_SIZE", std::to_string(world)},
+                             {"NODE_RANK", std::to_string(rank)}});
+    if (!torchrun) {
+      vars.insert(vars.end(), {{"RANK", std::to_string(rank)}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}});
+    }
   }
-  for (const auto& [k, v] : job.spec.runtime.env) s.env.push_back(k + "=" + v);
+  for (const auto& [k, v] : vars) s.env.push_back(k + "=" + v);
+  for (const auto& [k, v] : spec.runtime.env) s.env.push_back(k + "=" + v);
   for (const auto& [k, v] : job.secret_env) s.env.push_back(k + "=" + v);
   s.cwd = home_.code_dir(id).string();
-  s.log_path = home_.log_file(id, attempt, 0).string();
-  s.status_path = home_.status_file(id, attempt).string();
-  s.lock_path = home_.attempt_lock(id, attempt).string();
-  s.grace_ms = job.spec.checkpoint.grace_period.count();
-  if (job.spec.limits.max_runtime) s.deadline_ms = job.spec.limits.max_runtime->count();
+  s.log_path = home_.log_file(id, attempt, rank).string();
+  s.status_path = home_.status_file(id, attempt, rank).string();
+  s.lock_path = home_.attempt_lock(id, attempt, rank).string();
+  s.grace_ms = spec.checkpoint.grace_period.count();
+  if (spec.limits.max_runtime) s.deadline_ms = spec.limits.max_runtime->count();
   return s;
 }
 
@@ -449,34 +462,69 @@ void JobManager::StartAttempt(Job& job) {
     FinishAttempt(job, ErrnoError(ec.value(), "create the attempt's folder"));
     return;
   }
-  auto shim = runner_->Start(BuildAttemptStart(job, number));
-  if (!shim.ok()) {
-    FinishAttempt(job, shim.status());
+  // All ranks or none: if one cannot start, the started ones are stopped
+  // and the attempt fails with that error once they are gone.
+  const int workers = static_cast<int>(job.spec.compute.workers);
+  const int port = FreeLoopbackPort();
+  job.ranks.assign(static_cast<size_t>(workers), Job::Rank{});
+  job.first_failure.reset();
+  std::vector<int64_t> pids;
+  for (int r = 0; r < workers; ++r) {
+    auto shim = runner_->Start(BuildAttemptStart(job, number, r, port));
+    if (!shim.ok()) {
+      job.first_failure = Result<exec::ExitStatus>(shim.status());
+      for (int rest = r; rest < workers; ++rest) job.ranks[static_cast<size_t>(rest)].done = true;
+      break;
+    }
+    job.ranks[static_cast<size_t>(r)].shim = *shim;
+    pids.push_back(shim->pid);
+  }
+  if (pids.empty()) {
+    FinishAttempt(job, *job.first_failure);
     return;
   }
-  job.shim = *shim;
-  job.token = next_token_++;
-  jobs_by_token_[job.token] = &job;
   attempt.state = AttemptState::kRunning;
-  attempt.shim_pid = shim->pid;
-  attempt.shim_start_ticks = shim->start_ticks;
+  attempt.shim_pid = job.ranks[0].shim->pid;
+  attempt.shim_start_ticks = job.ranks[0].shim->start_ticks;
   attempt.started_at = NowMs();
   job.rec.state = JobState::kRunning;
   job.rec.started_at = job.rec.started_at.value_or(*attempt.started_at);
   {
+    std::vector<std::string> pid_text;
+    for (int64_t pid : pids) pid_text.push_back(std::to_string(pid));
     auto txn = store_->Begin();
     Status st = txn.status();
     if (st.ok()) st = SaveJob(job);
     if (st.ok()) st = SaveAttempt(job, attempt);
-    if (st.ok()) st = AppendEvent(job, "Started", "", fmt::format("attempt {} (pid {})", number, shim->pid));
+    if (st.ok()) {
+      st = AppendEvent(job, "Started", "", fmt::format("attempt {} ({} {})", number, pids.size() == 1 ? "pid" : "pids",
+                                                       Join(pid_text, ", ")));
+    }
     if (st.ok()) st = txn->Commit();
     if (!st.ok()) LogStoreFailure(job, st);
   }
-  if (Status st = runner_->Watch(job.token, shim->pid); !st.ok()) {
+  for (int r = 0; r < workers; ++r) {
+    if (job.ranks[static_cast<size_t>(r)].shim) WatchRank(job, r, *job.ranks[static_cast<size_t>(r)].shim);
+  }
+  // A cancel that arrived while starting, or a rank that failed to start,
+  // stops the rest now.
+  if (job.rec.cancel_requested || job.first_failure) StopRanks(job);
+}
+
+void JobManager::WatchRank(Job& job, int rank, exec::ShimProcess shim) {
+  Job::Rank& r = job.ranks[static_cast<size_t>(rank)];
+  r.shim = shim;
+  r.token = next_token_++;
+  jobs_by_token_[r.token] = {&job, rank};
+  if (Status st = runner_->Watch(r.token, shim.pid); !st.ok()) {
     log::Error("jobs", "cannot watch the attempt's process", {{"job", job.rec.id}, {"error", st.ToString()}});
   }
-  // A cancel that arrived while the attempt was starting applies now.
-  if (job.rec.cancel_requested) (void)runner_->Stop(*job.shim);
+}
+
+void JobManager::StopRanks(Job& job) {
+  for (const Job::Rank& r : job.ranks) {
+    if (r.shim && !r.done) (void)runner_->Stop(*r.shim);
+  }
 }
 
 void JobManager::Release(Job& job) {
@@ -485,18 +533,44 @@ void JobManager::Release(Job& job) {
     for (int g : job.gpu_indexes) gpu_busy_[static_cast<size_t>(g)] = false;
     job.holds_resources = false;
   }
-  if (job.token) jobs_by_token_.erase(job.token);
-  job.token = 0;
-  job.shim.reset();
+  for (const Job::Rank& r : job.ranks) {
+    if (r.token) jobs_by_token_.erase(r.token);
+  }
+  job.ranks.clear();
+  job.first_failure.reset();
 }
 
 void JobManager::OnShimExit(uint64_t token) {
   auto it = jobs_by_token_.find(token);
   if (it == jobs_by_token_.end()) return;
-  Job& job = *it->second;
-  FinishAttempt(job, runner_->ReadStatus(home_.status_file(job.rec.id, job.rec.attempt).string()));
+  auto [job, rank] = it->second;
+  RankEnded(*job, rank, runner_->ReadStatus(home_.status_file(job->rec.id, job->rec.attempt, rank).string()));
   RunAdmission();
   Publish();
+}
+
+namespace {
+
+bool Succeeded(const Result<exec::ExitStatus>& s) {
+  return s.ok() && s->error.empty() && s->exit_code == 0 && s->terminated_by.empty();
+}
+
+}  // namespace
+
+void JobManager::RankEnded(Job& job, int rank, const Result<exec::ExitStatus>& status) {
+  Job::Rank& r = job.ranks[static_cast<size_t>(rank)];
+  if (r.done) return;
+  r.done = true;
+  if (r.token) jobs_by_token_.erase(r.token);
+  r.token = 0;
+  if (!Succeeded(status) && !job.first_failure) {
+    job.first_failure = status;
+    StopRanks(job);
+  }
+  for (const Job::Rank& other : job.ranks) {
+    if (!other.done) return;
+  }
+  FinishAttempt(job, job.first_failure ? *job.first_failure : status);
 }
 
 // Decides the outcome of the current attempt from its exit status (or the

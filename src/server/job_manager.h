@@ -76,8 +76,15 @@ class JobManager {
     spec::StringPairs secret_env;
     sched::Resources request;
     bool holds_resources = false;
-    std::optional<exec::ShimProcess> shim;
-    uint64_t token = 0;
+    // One per worker (rank) of the current attempt.
+    struct Rank {
+      std::optional<exec::ShimProcess> shim;
+      uint64_t token = 0;
+      bool done = false;
+    };
+    std::vector<Rank> ranks;
+    // The first rank that failed; the others are being stopped.
+    std::optional<Result<exec::ExitStatus>> first_failure;
     std::vector<int> gpu_indexes;
     std::shared_ptr<const JobView> view;  // reset when the job changes
   };
@@ -99,8 +106,15 @@ class JobManager {
   void ScheduleAdmission();
   void StartAttempt(Job& job);
   void FinishAttempt(Job& job, const Result<exec::ExitStatus>& status);
+  // Records that `rank` of the current attempt ended with `status`: stops
+  // the other ranks on the first failure, and finishes the attempt once
+  // every rank has ended.
+  void RankEnded(Job& job, int rank, const Result<exec::ExitStatus>& status);
+  // Watches a started or adopted rank.
+  void WatchRank(Job& job, int rank, exec::ShimProcess shim);
+  void StopRanks(Job& job);
   void Release(Job& job);
-  AttemptStart BuildAttemptStart(const Job& job, int64_t attempt) const;
+  AttemptStart BuildAttemptStart(const Job& job, int64_t attempt, int rank, int port) const;
   void Publish();
   // Writes the failure of a store commit to the log; the job stays as it
   // was in memory and the daemon keeps running.
@@ -116,7 +130,7 @@ class JobManager {
 
   std::map<int64_t, std::unique_ptr<Job>> jobs_by_seq_;
   std::unordered_map<std::string, Job*> jobs_by_id_;
-  std::unordered_map<uint64_t, Job*> jobs_by_token_;
+  std::unordered_map<uint64_t, std::pair<Job*, int>> jobs_by_token_;  // token -> job, rank
   bool admission_scheduled_ = false;
   int64_t next_seq_ = 1;
   uint64_t next_token_ = 1;

@@ -55,8 +55,6 @@ Status JobManager::Recover() {
     Job& job = *job_ptr;
     if (job.rec.state != JobState::kAdmitted && job.rec.state != JobState::kRunning) continue;
     const int64_t n = job.rec.attempt;
-    const std::string status_path = home_.status_file(job.rec.id, n).string();
-    const std::string lock_path = home_.attempt_lock(job.rec.id, n).string();
     AttemptRecord current;
     for (const auto& a : job.attempts) {
       if (a.number == n) current = a;
@@ -70,49 +68,79 @@ Status JobManager::Recover() {
     used_ += job.request;
     job.holds_resources = true;
 
-    auto holder = runner_->LockHolder(lock_path);
-    // A shim that holds the lock but has not written its pid yet is
-    // moments old; its pid appears as soon as it runs.
-    for (int i = 0; i < 200 && holder && *holder == 0; ++i) {
-      ::usleep(5000);
-      holder = runner_->LockHolder(lock_path);
-    }
-    if (holder && *holder > 0) {
-      job.shim = exec::ShimProcess{*holder, exec::ProcessStartTicks(*holder).value_or(0)};
-      job.token = next_token_++;
-      jobs_by_token_[job.token] = &job;
-      if (current.state == AttemptState::kStarting) {
-        current.state = AttemptState::kRunning;
-        current.shim_pid = job.shim->pid;
-        current.shim_start_ticks = job.shim->start_ticks;
-        current.started_at = NowMs();
-        job.rec.state = JobState::kRunning;
-        job.rec.started_at = job.rec.started_at.value_or(*current.started_at);
-        TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
-        TAU_RETURN_IF_ERROR(SaveAttempt(job, current));
-        TAU_RETURN_IF_ERROR(SaveJob(job));
-        TAU_RETURN_IF_ERROR(AppendEvent(job, "Started", "", fmt::format("attempt {} (pid {}), found after a restart", n, job.shim->pid)));
-        TAU_RETURN_IF_ERROR(txn.Commit());
+    // Each rank: a live shim (it holds its lock), an exit status, or neither.
+    const int workers = static_cast<int>(job.spec.compute.workers);
+    job.ranks.assign(static_cast<size_t>(workers), Job::Rank{});
+    std::vector<exec::ShimProcess> alive(static_cast<size_t>(workers));
+    std::vector<std::optional<Result<exec::ExitStatus>>> ended(static_cast<size_t>(workers));
+    std::vector<std::string> alive_pids;
+    int seen = 0;
+    for (int r = 0; r < workers; ++r) {
+      const std::string lock_path = home_.attempt_lock(job.rec.id, n, r).string();
+      auto holder = runner_->LockHolder(lock_path);
+      // A shim that holds the lock but has not written its pid yet is
+      // moments old; its pid appears as soon as it runs.
+      for (int i = 0; i < 200 && holder && *holder == 0; ++i) {
+        ::usleep(5000);
+        holder = runner_->LockHolder(lock_path);
       }
-      log::Info("jobs", "re-adopted a running attempt", {{"job", job.rec.id}, {"attempt", std::to_string(n)}, {"pid", std::to_string(job.shim->pid)}});
-      TAU_RETURN_IF_ERROR(runner_->Watch(job.token, job.shim->pid));
-      if (job.rec.cancel_requested) (void)runner_->Stop(*job.shim);
+      if (holder && *holder > 0) {
+        alive[static_cast<size_t>(r)] = exec::ShimProcess{*holder, exec::ProcessStartTicks(*holder).value_or(0)};
+        alive_pids.push_back(std::to_string(*holder));
+        ++seen;
+        continue;
+      }
+      auto status = runner_->ReadStatus(home_.status_file(job.rec.id, n, r).string());
+      if (status.ok()) {
+        ended[static_cast<size_t>(r)] = status;
+        ++seen;
+      }
+    }
+    if (seen == 0 && current.state == AttemptState::kStarting) {
+      // No shim ever ran this attempt: give it back to the queue, same number.
+      Release(job);
+      job.rec.state = JobState::kQueued;
+      job.rec.attempt = n - 1;
+      TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+      TAU_RETURN_IF_ERROR(SaveJob(job));
+      TAU_RETURN_IF_ERROR(AppendEvent(job, "Requeued", "DaemonRestart",
+                                      fmt::format("attempt {} had not started when the daemon stopped", n)));
+      TAU_RETURN_IF_ERROR(txn.Commit());
       continue;
     }
-    auto status = runner_->ReadStatus(status_path);
-    if (status.ok() || current.state == AttemptState::kRunning) {
-      // It ended while no daemon watched (or its shim died).
-      FinishAttempt(job, status);
-      continue;
+    if (current.state == AttemptState::kStarting) {
+      // It started (some rank ran) but the daemon died before recording it.
+      current.state = AttemptState::kRunning;
+      current.started_at = NowMs();
+      if (!alive_pids.empty()) {
+        current.shim_pid = alive[0].pid;
+        current.shim_start_ticks = alive[0].start_ticks;
+      }
+      job.rec.state = JobState::kRunning;
+      job.rec.started_at = job.rec.started_at.value_or(*current.started_at);
+      TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+      TAU_RETURN_IF_ERROR(SaveAttempt(job, current));
+      TAU_RETURN_IF_ERROR(SaveJob(job));
+      TAU_RETURN_IF_ERROR(AppendEvent(job, "Started", "", fmt::format("attempt {}, found after a restart", n)));
+      TAU_RETURN_IF_ERROR(txn.Commit());
     }
-    // No shim ever ran this attempt: give it back to the queue, same number.
-    Release(job);
-    job.rec.state = JobState::kQueued;
-    job.rec.attempt = n - 1;
-    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
-    TAU_RETURN_IF_ERROR(SaveJob(job));
-    TAU_RETURN_IF_ERROR(AppendEvent(job, "Requeued", "DaemonRestart", fmt::format("attempt {} had not started when the daemon stopped", n)));
-    TAU_RETURN_IF_ERROR(txn.Commit());
+    if (!alive_pids.empty()) {
+      log::Info("jobs", "re-adopted a running attempt",
+                {{"job", job.rec.id}, {"attempt", std::to_string(n)}, {"pids", Join(alive_pids, ",")}});
+    }
+    for (int r = 0; r < workers; ++r) {
+      if (alive[static_cast<size_t>(r)].pid > 0) WatchRank(job, r, alive[static_cast<size_t>(r)]);
+    }
+    if (job.rec.cancel_requested) StopRanks(job);
+    // Ranks that ended meanwhile count now; one with neither a live shim nor
+    // a status lost its shim (reason Lost). The last one finishes the attempt.
+    for (int r = 0; r < workers; ++r) {
+      if (alive[static_cast<size_t>(r)].pid > 0) continue;
+      Result<exec::ExitStatus> status = ended[static_cast<size_t>(r)]
+                                            ? *ended[static_cast<size_t>(r)]
+                                            : Result<exec::ExitStatus>(NotFoundError("no exit status"));
+      RankEnded(job, r, status);
+    }
   }
   RunAdmission();
   Publish();

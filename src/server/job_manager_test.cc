@@ -219,6 +219,64 @@ TEST_F(JobManagerTest, UnknownDependenciesAreRefusedAtSubmit) {
   EXPECT_THAT(job.error().message(), HasSubstr("depends_on: no job with id or name \"nope\""));
 }
 
+TEST_F(JobManagerTest, AGangStartsEveryRankWithTheRendezvousContract) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 3, cpus: 500m, memory: 256Mi}\n")))->job.id;
+  ASSERT_EQ(runner.starts.size(), 3u);
+  std::string port;
+  for (int r = 0; r < 3; ++r) {
+    const auto& env = runner.starts[static_cast<size_t>(r)].env;
+    EXPECT_THAT(env, ::testing::Contains("RANK=" + std::to_string(r)));
+    EXPECT_THAT(env, ::testing::Contains("NODE_RANK=" + std::to_string(r)));
+    EXPECT_THAT(env, ::testing::Contains("TAU_WORKER_INDEX=" + std::to_string(r)));
+    EXPECT_THAT(env, ::testing::Contains("WORLD_SIZE=3"));
+    EXPECT_THAT(env, ::testing::Contains("LOCAL_RANK=0"));
+    EXPECT_THAT(env, ::testing::Contains("LOCAL_WORLD_SIZE=1"));
+    EXPECT_THAT(env, ::testing::Contains("MASTER_ADDR=127.0.0.1"));
+    for (const auto& e : env) {
+      if (e.starts_with("MASTER_PORT=")) {
+        if (port.empty()) port = e;
+        EXPECT_EQ(e, port) << "every rank meets at the same port";
+      }
+    }
+    EXPECT_EQ(runner.starts[static_cast<size_t>(r)].log_path, home().log_file(id, 1, r).string());
+  }
+  EXPECT_FALSE(port.empty());
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+}
+
+TEST_F(JobManagerTest, TheFirstFailingRankStopsTheOthersAndNamesTheOutcome) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 3, cpus: 500m, memory: 256Mi}\n")))->job.id;
+  exec::ExitStatus failed;
+  failed.exit_code = 3;
+  runner.statuses[home().status_file(id, 1, 1).string()] = failed;
+  jobs->OnShimExit(runner.TokenOf(1001));  // rank 1 fails first
+  EXPECT_EQ(runner.stopped, (std::vector<int64_t>{1000, 1002}));
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);  // until every rank is gone
+  exec::ExitStatus killed;
+  killed.signal = 15;
+  killed.terminated_by = "signal";
+  runner.statuses[home().status_file(id, 1, 0).string()] = killed;
+  runner.statuses[home().status_file(id, 1, 2).string()] = killed;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  jobs->OnShimExit(runner.TokenOf(1002));
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.reason, "ExitCode");
+  EXPECT_EQ(View(id)->job.exit_code, 3);
+}
+
+TEST_F(JobManagerTest, AGangThatCannotStartEveryRankStartsNone) {
+  FakeRunner runner;
+  runner.fail_start = true;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 2, cpus: 500m, memory: 256Mi}\n")))->job.id;
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.reason, "SetupFailed");
+}
+
 // ---- recovery ------------------------------------------------------------
 
 class RecoveryTest : public JobManagerTest {
@@ -270,6 +328,28 @@ TEST_F(RecoveryTest, AShimThatDiedWithoutAStatusIsLost) {
   EXPECT_EQ(View(id)->job.state, JobState::kFailed);
   EXPECT_EQ(View(id)->job.reason, "Lost");
   EXPECT_TRUE(runner.starts.empty());
+}
+
+TEST_F(RecoveryTest, AGangIsReadoptedRankByRank) {
+  std::string id;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 2, cpus: 500m, memory: 256Mi}\n")))->job.id;
+  }
+  FakeRunner runner;
+  runner.lock_holders[home().attempt_lock(id, 1, 0).string()] = 5000;  // rank 0 still runs
+  exec::ExitStatus ok;
+  ok.exit_code = 0;
+  runner.statuses[home().status_file(id, 1, 1).string()] = ok;  // rank 1 ended well meanwhile
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_TRUE(runner.starts.empty());
+  EXPECT_TRUE(runner.stopped.empty());
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  runner.statuses[home().status_file(id, 1, 0).string()] = ok;
+  jobs->OnShimExit(runner.TokenOf(5000));
+  EXPECT_EQ(View(id)->job.state, JobState::kSucceeded);
 }
 
 TEST_F(RecoveryTest, AnAttemptThatNeverStartedRunsOnceUnderTheSameNumber) {
