@@ -121,7 +121,7 @@ int FollowJob(const std::string& id) {
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
   ::signal(SIGINT, OnInterruptDetach);
-  Status st = client->Stream(JobPath(id) + "/logs?follow=true&attempt=all", [](std::string_view data) {
+  Status st = client->Stream(JobPath(id) + "/logs?follow=true&attempt=all&rank=all", [](std::string_view data) {
     std::fwrite(data.data(), 1, data.size(), stdout);
     std::fflush(stdout);
     return true;
@@ -312,7 +312,7 @@ int RunStatus(const std::string& id, const std::string& output) {
 int RunLogs(const LogsOptions& o) {
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
-  std::string path = JobPath(o.job) + fmt::format("/logs?rank={}", o.rank);
+  std::string path = JobPath(o.job) + "/logs?rank=" + UrlEscape(o.rank.empty() ? "0" : o.rank);
   if (o.follow) path += "&follow=true";
   if (!o.attempt.empty()) path += "&attempt=" + UrlEscape(o.attempt);
   if (o.tail >= 0) path += fmt::format("&tail={}", o.tail);

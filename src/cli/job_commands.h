@@ -31,7 +31,7 @@ int RunStatus(const std::string& job, const std::string& output);
 struct LogsOptions {
   std::string job;
   bool follow = false;
-  int rank = 0;
+  std::string rank;  // "" (0), a number, or "all" (prefixed by rank)
   std::string attempt;  // "" (last), a number, "last" or "all"
   int tail = -1;
 };

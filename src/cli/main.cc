@@ -107,7 +107,7 @@ int Main(int argc, char** argv) {
   auto* logs_cmd = app.add_subcommand("logs", "Print a job's output");
   logs_cmd->add_option("JOB", logs.job, "Job id or name")->required();
   logs_cmd->add_flag("-f,--follow", logs.follow, "Keep streaming until the job ends");
-  logs_cmd->add_option("--rank", logs.rank, "Rank (worker) whose output to show");
+  logs_cmd->add_option("--rank", logs.rank, "Rank (worker) whose output to show, or all (lines prefixed by rank)");
   logs_cmd->add_option("--attempt", logs.attempt, "Attempt number, last (default) or all");
   logs_cmd->add_option("--tail", logs.tail, "Start with the last N lines");
   logs_cmd->callback([&] { exit_code = RunLogs(logs); });

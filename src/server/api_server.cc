@@ -294,28 +294,42 @@ class ApiServer::Impl {
   }
 
   // Streams a job's log. attempt: a number, "last" (default) or "all"
-  // (every attempt in turn, following new ones). With follow=true the
-  // stream ends only when the job has ended and every log is drained.
+  // (every attempt in turn, following new ones). rank: a number (default
+  // 0) or "all" (every rank, each line prefixed "[rank R] " when the job has
+  // several). With follow=true the stream ends only when the job has ended
+  // and every log is drained.
   void Logs(const httplib::Request& req, httplib::Response& res) {
     auto job = publisher_->Current()->Resolve(req.matches[1]);
     if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
     struct Cursor {
       std::string id;
       int64_t attempt = 0;
-      bool all = false;
+      bool all_attempts = false;
       bool follow = false;
-      int rank = 0;
-      int64_t offset = -1;  // -1: not positioned yet
+      std::vector<int> ranks;
+      bool prefix = false;
+      std::vector<int64_t> offsets;  // per rank; empty: not positioned yet
+      std::vector<std::string> partial;  // per rank, when prefixing
       int64_t tail = -1;
     };
     auto cur = std::make_shared<Cursor>();
     cur->id = job->job.id;
     cur->follow = req.get_param_value("follow") == "true";
-    cur->rank = std::atoi(req.get_param_value("rank").c_str());
+    std::string rank = req.get_param_value("rank");
+    if (rank == "all") {
+      for (int r = 0; r < job->workers; ++r) cur->ranks.push_back(r);
+      cur->prefix = job->workers > 1;
+    } else {
+      int r = std::atoi(rank.c_str());
+      if (r < 0 || r >= job->workers) {
+        return SendError(res, NotFoundError(fmt::format("job {} has no rank {} (it has {})", cur->id, rank, job->workers)));
+      }
+      cur->ranks.push_back(r);
+    }
     if (req.has_param("tail")) cur->tail = std::atoll(req.get_param_value("tail").c_str());
     std::string attempt = req.get_param_value("attempt");
     if (attempt == "all") {
-      cur->all = true;
+      cur->all_attempts = true;
       cur->attempt = 1;
     } else if (attempt.empty() || attempt == "last") {
       cur->attempt = std::max<int64_t>(1, job->job.attempt);
@@ -328,8 +342,8 @@ class ApiServer::Impl {
     res.set_chunked_content_provider("text/plain; charset=utf-8", [this, cur](size_t, httplib::DataSink& sink) {
       while (true) {
         if (!sink.is_writable()) return false;
-        // Read the state before the file: if the attempt had ended then,
-        // everything it wrote is in the file now, so EOF means drained.
+        // Read the state before the files: if the attempt had ended then,
+        // everything it wrote is in them now, so EOF means drained.
         auto view = publisher_->Current();
         auto job = view->Resolve(cur->id);
         if (!job) {
@@ -339,24 +353,48 @@ class ApiServer::Impl {
         bool attempt_over = store::IsTerminal(job->job.state) || cur->attempt < job->job.attempt ||
                             job->job.state == store::JobState::kQueued;
         bool exists = cur->attempt <= job->job.attempt;
-        fs::path path = home_.log_file(cur->id, cur->attempt, cur->rank);
-        if (exists && cur->offset < 0) cur->offset = cur->tail >= 0 ? TailOffset(path, cur->tail) : 0;
+        std::string out;
         if (exists) {
-          std::string chunk = ReadChunk(path, cur->offset, 64 * 1024);
-          if (!chunk.empty()) {
-            cur->offset += static_cast<int64_t>(chunk.size());
-            return sink.write(chunk.data(), chunk.size());
+          if (cur->offsets.empty()) {
+            for (int r : cur->ranks) {
+              fs::path path = home_.log_file(cur->id, cur->attempt, r);
+              cur->offsets.push_back(cur->tail >= 0 ? TailOffset(path, cur->tail) : 0);
+              cur->partial.emplace_back();
+            }
+          }
+          for (size_t i = 0; i < cur->ranks.size(); ++i) {
+            std::string chunk = ReadChunk(home_.log_file(cur->id, cur->attempt, cur->ranks[i]), cur->offsets[i], 64 * 1024);
+            cur->offsets[i] += static_cast<int64_t>(chunk.size());
+            if (!cur->prefix) {
+              out += chunk;
+              continue;
+            }
+            cur->partial[i] += chunk;
+            size_t start = 0, nl;
+            while ((nl = cur->partial[i].find('\n', start)) != std::string::npos) {
+              out += fmt::format("[rank {}] ", cur->ranks[i]);
+              out.append(cur->partial[i], start, nl - start + 1);
+              start = nl + 1;
+            }
+            cur->partial[i].erase(0, start);
           }
         }
+        if (!out.empty()) return sink.write(out.data(), out.size());
         if (exists && attempt_over) {
-          bool more = cur->all && cur->attempt < job->job.attempt;
-          bool may_come = cur->all && cur->follow && !store::IsTerminal(job->job.state);
+          // Drained: a last line without a newline still shows.
+          for (size_t i = 0; i < cur->partial.size(); ++i) {
+            if (!cur->partial[i].empty()) out += fmt::format("[rank {}] {}\n", cur->ranks[i], cur->partial[i]);
+          }
+          bool more = cur->all_attempts && cur->attempt < job->job.attempt;
+          bool may_come = cur->all_attempts && cur->follow && !store::IsTerminal(job->job.state);
           if (more) {
             ++cur->attempt;
-            cur->offset = -1;
+            cur->offsets.clear();
+            cur->partial.clear();
             cur->tail = -1;
-            continue;
           }
+          if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+          if (more) continue;
           if (!may_come) {
             sink.done();
             return true;
