@@ -200,6 +200,9 @@ int RunRun(const RunOptions& o) {
   auto job = client->Post("/api/v1/jobs", body);
   if (!job.ok()) return Fail(job.error());
   std::string id = job->value("id", "");
+  if (job->contains("warnings")) {
+    for (const json& w : (*job)["warnings"]) std::fprintf(stderr, "tau: warning: %s\n", w.get<std::string>().c_str());
+  }
   if (o.output == "json") std::printf("%s\n", job->dump(2).c_str());
   else std::printf("%s\n", id.c_str());
   std::fflush(stdout);

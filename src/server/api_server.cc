@@ -230,7 +230,15 @@ class ApiServer::Impl {
       }
       auto result = loop_->Call([&] { return jobs_->Submit(submit); });
       if (!result.ok()) return SendError(res, result.error());
-      SendJson(res, JobToJson(**result), 201);
+      json reply = JobToJson(**result);
+      const json& spec = (*body)["spec"];
+      if (spec.contains("runtime") && spec["runtime"].contains("image")) {
+        reply["warnings"] = json::array({fmt::format(
+            "runtime.image \"{}\" is recorded but not used: the local executor runs jobs in this "
+            "machine's own environment",
+            spec["runtime"]["image"].get<std::string>())});
+      }
+      SendJson(res, reply, 201);
     });
 
     server_.Get("/api/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {

@@ -1,4 +1,5 @@
 #include "server/job_manager.h"
+#include "server/pip_env.h"
 
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -51,6 +52,10 @@ std::string SignalName(int sig) {
 }
 
 }  // namespace
+
+std::string JobManager::SetupFailedMarker(const std::string& id, int64_t attempt, int rank) const {
+  return (home_.attempt_dir(id, attempt) / fmt::format("rank-{}.setup-failed", rank)).string();
+}
 
 Result<spec::JobSpec> JobManager::DecodeSpec(const std::string& json) {
   spec::Diagnostics diags;
@@ -133,11 +138,6 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
         "workload_kind rayjob needs the Kubernetes backend or local Ray support, which this "
         "taugridd does not have yet; run it as workload_kind job, or render it with `tau render` "
         "for a cluster with KubeRay");
-  }
-  if (!spec.runtime.pip.empty()) {
-    return FailedPreconditionError(
-        "runtime.pip is not supported by this taugridd's local executor yet; install the packages "
-        "into the Python the job runs with, or leave runtime.pip out");
   }
   sched::Resources request = RequestOf(spec);
   TAU_RETURN_IF_ERROR(policy_->CheckFeasible(request, options_.capacity));
@@ -373,6 +373,11 @@ AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt, int 
   AttemptStart s;
   spec::Rendezvous rendezvous{std::to_string(workers), std::to_string(rank), "127.0.0.1", std::to_string(port)};
   s.argv = spec::BuildWorkerCommand(spec, rendezvous);
+  if (!spec.runtime.pip.empty()) {
+    PipSetup pip{(home_.attempt_dir(id, attempt) / "requirements.txt").string(), (home_.root() / "venvs").string(),
+                 SetupFailedMarker(id, attempt, rank)};
+    s.argv = WrapWithPipSetup(pip, s.argv);
+  }
   s.env = options_.base_env;
   std::vector<std::string> gpus;
   const size_t per_rank = static_cast<size_t>(spec.compute.gpus);
@@ -461,6 +466,10 @@ void JobManager::StartAttempt(Job& job) {
   if (ec) {
     FinishAttempt(job, ErrnoError(ec.value(), "create the attempt's folder"));
     return;
+  }
+  if (!job.spec.runtime.pip.empty()) {
+    std::ofstream reqs(home_.attempt_dir(job.rec.id, number) / "requirements.txt");
+    for (const std::string& r : job.spec.runtime.pip) reqs << r << "\n";
   }
   // All ranks or none: if one cannot start, the started ones are stopped
   // and the attempt fails with that error once they are gone.
@@ -601,9 +610,17 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
     if (s.started_at_ms) attempt.started_at = attempt.started_at.value_or(s.started_at_ms);
     if (s.finished_at_ms) attempt.finished_at = s.finished_at_ms;
     job.rec.exit_code = s.exit_code;
+    std::error_code marker_ec;
+    bool pip_failed = false;
+    for (int r = 0; r < std::max<int>(1, static_cast<int>(job.spec.compute.workers)); ++r) {
+      pip_failed = pip_failed || fs::exists(SetupFailedMarker(job.rec.id, job.rec.attempt, r), marker_ec);
+    }
     if (!s.error.empty()) {
       reason = "SetupFailed";
       message = s.error;
+    } else if (pip_failed) {
+      reason = "SetupFailed";
+      message = "installing runtime.pip failed; pip's output is in the job's log";
     } else if (s.terminated_by == "deadline") {
       reason = "DeadlineExceeded";
       message = fmt::format("stopped after limits.max_runtime ({})",

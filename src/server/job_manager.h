@@ -94,6 +94,8 @@ class JobManager {
   static sched::Resources RequestOf(const spec::JobSpec& spec);
 
   Result<Job*> Find(const std::string& id_or_name);
+  // Created by the runtime.pip wrapper when installing failed.
+  std::string SetupFailedMarker(const std::string& id, int64_t attempt, int rank) const;
   int64_t NowMs() const;
   Status AppendEvent(const Job& job, std::string type, std::string reason, std::string message);
   Status SaveJob(Job& job);

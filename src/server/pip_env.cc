@@ -1,0 +1,43 @@
+#include "server/pip_env.h"
+
+#include "common/strings.h"
+
+namespace tau::server {
+namespace {
+
+// POSIX sh. Arguments: the paths, then the job's own command.
+constexpr char kScript[] = R"sh(reqs="$1"; root="$2"; failed="$3"; shift 3
+key=$({ python3 -c 'import sys; print(sys.version)'; cat "$reqs"; } | sha256sum | cut -c1-16)
+venv="$root/$key"
+if [ ! -x "$venv/bin/python" ]; then
+  mkdir -p "$root" || exit 1
+  exec 9>"$venv.lock"
+  flock 9
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "tau: building the Python environment for runtime.pip in $venv"
+    rm -rf "$venv.tmp"
+    if ! { python3 -m venv "$venv.tmp" &&
+           "$venv.tmp/bin/python" -m pip install --disable-pip-version-check --no-input -r "$reqs"; }; then
+      rm -rf "$venv.tmp"
+      : > "$failed"
+      echo "tau: installing runtime.pip failed; see pip's output above"
+      exit 1
+    fi
+    mv "$venv.tmp" "$venv"
+  fi
+  exec 9>&-
+fi
+VIRTUAL_ENV="$venv"; PATH="$venv/bin:$PATH"; export VIRTUAL_ENV PATH
+exec "$@"
+)sh";
+
+}  // namespace
+
+std::vector<std::string> WrapWithPipSetup(const PipSetup& setup, const std::vector<std::string>& argv) {
+  std::vector<std::string> out = {"/bin/sh", "-c", kScript, "tau-pip", setup.requirements_file, setup.venv_root,
+                                  setup.setup_failed_marker};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+}  // namespace tau::server
