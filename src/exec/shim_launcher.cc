@@ -50,6 +50,18 @@ Result<ShimProcess> LaunchShim(const ShimLaunch& l) {
     args.push_back("--deadline-ms");
     args.push_back(std::to_string(l.deadline_ms));
   }
+  if (!l.cgroup_dir.empty()) {
+    args.push_back("--cgroup");
+    args.push_back(l.cgroup_dir);
+  }
+  if (!l.cpu_list.empty()) {
+    args.push_back("--cpu-list");
+    args.push_back(l.cpu_list);
+  }
+  if (l.rlimit_data > 0) {
+    args.push_back("--rlimit-data");
+    args.push_back(std::to_string(l.rlimit_data));
+  }
   args.push_back("--");
   args.insert(args.end(), l.argv.begin(), l.argv.end());
   std::vector<char*> argv;

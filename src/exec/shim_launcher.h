@@ -20,6 +20,11 @@ struct ShimLaunch {
   std::string lock_path;           // held by the shim for its whole life
   int64_t grace_ms = 30000;
   int64_t deadline_ms = 0;         // 0: no deadline
+  std::string cgroup_dir;          // a cgroup v2 leaf to run in; "" for none
+  // Without cgroups: CPUs to pin the job to ("0,1"; "" for any) and its
+  // RLIMIT_DATA in bytes (0 for none).
+  std::string cpu_list;
+  int64_t rlimit_data = 0;
 };
 
 struct ShimProcess {

@@ -13,6 +13,9 @@ Result<exec::ShimProcess> LocalAttemptRunner::Start(const AttemptStart& s) {
   launch.lock_path = s.lock_path;
   launch.grace_ms = s.grace_ms;
   launch.deadline_ms = s.deadline_ms;
+  launch.cgroup_dir = s.cgroup_dir;
+  launch.cpu_list = s.cpu_list;
+  launch.rlimit_data = s.rlimit_data;
   return exec::LaunchShim(launch);
 }
 

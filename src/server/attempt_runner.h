@@ -24,6 +24,9 @@ struct AttemptStart {
   std::string lock_path;
   int64_t grace_ms = 30000;
   int64_t deadline_ms = 0;
+  std::string cgroup_dir;  // "" when cgroup limits are not available
+  std::string cpu_list;    // without cgroups: CPUs to pin to
+  int64_t rlimit_data = 0; // without cgroups: RLIMIT_DATA
 };
 
 // The executor seam of the control plane: starts, stops and watches

@@ -7,6 +7,7 @@
 // SIGINT, leaving running jobs running.
 
 #include <fcntl.h>
+#include <sched.h>
 #include <fmt/format.h>
 #include <openssl/rand.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tau_home.h"
+#include "exec/cgroup.h"
 #include "exec/gpu_inventory.h"
 #include "exec/process_info.h"
 #include "sched/admission_policy.h"
@@ -168,6 +170,25 @@ int Main(int argc, char** argv) {
   for (const auto& g : *gpus) options.gpu_uuids.push_back(g.uuid);
   for (char** e = environ; *e; ++e) {
     if (std::strncmp(*e, "TAU_", 4) != 0) options.base_env.emplace_back(*e);
+  }
+  std::unique_ptr<exec::Cgroup2Driver> cgroups;
+  if (auto detected = exec::DetectCgroup2(); detected.ok()) {
+    cgroups = std::move(*detected);
+    options.cgroups = cgroups.get();
+    log::Info("server", "jobs run in cgroup v2 leaves with cpu, memory and pids limits");
+  } else {
+    // Once, here: each job is pinned to CPUs and gets RLIMIT_DATA instead.
+    log::Warn("server",
+              "cgroup v2 limits are not available; jobs are pinned to CPUs and get RLIMIT_DATA instead of cpu, "
+              "memory and pids limits",
+              {{"reason", detected.error().message()}});
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &set)) options.cpu_ids.push_back(c);
+      }
+    }
   }
   StatePublisher publisher;
   ControlLoop loop;

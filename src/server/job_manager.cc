@@ -83,7 +83,8 @@ JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runn
       clock_(clock),
       options_(std::move(options)),
       publisher_(publisher),
-      gpu_busy_(static_cast<size_t>(options_.capacity.gpus), false) {}
+      gpu_busy_(static_cast<size_t>(options_.capacity.gpus), false),
+      cpu_load_(options_.cpu_ids.size(), 0) {}
 
 int64_t JobManager::NowMs() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(clock_->Now().time_since_epoch()).count();
@@ -479,7 +480,37 @@ void JobManager::StartAttempt(Job& job) {
   job.first_failure.reset();
   std::vector<int64_t> pids;
   for (int r = 0; r < workers; ++r) {
-    auto shim = runner_->Start(BuildAttemptStart(job, number, r, port));
+    AttemptStart start = BuildAttemptStart(job, number, r, port);
+    Result<exec::ShimProcess> shim = InternalError("not started");
+    if (options_.cgroups) {
+      std::string name = fmt::format("{}-{}-{}", job.rec.id, number, r);
+      job.ranks[static_cast<size_t>(r)].cgroup = name;
+      auto leaf = options_.cgroups->CreateLeaf(
+          name, {job.spec.compute.cpus.milli(), job.spec.compute.memory.milli() / 1000, exec::CgroupLimits{}.pids});
+      if (leaf.ok()) start.cgroup_dir = *leaf;
+      else shim = leaf.error().WithContext("setting the attempt's cgroup limits");
+    }
+    if (!options_.cgroups && !cpu_load_.empty()) {
+      // Without cgroups: pin to the least loaded CPUs and cap the data size.
+      Job::Rank& rank = job.ranks[static_cast<size_t>(r)];
+      const int64_t milli = job.spec.compute.cpus.milli();
+      const size_t want = std::min(cpu_load_.size(), static_cast<size_t>(std::max<int64_t>(1, (milli + 999) / 1000)));
+      std::vector<int> order(cpu_load_.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return cpu_load_[static_cast<size_t>(a)] < cpu_load_[static_cast<size_t>(b)];
+      });
+      rank.pinned.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(want));
+      rank.load_per_cpu = milli / static_cast<int64_t>(want);
+      std::vector<std::string> ids;
+      for (int i : rank.pinned) {
+        cpu_load_[static_cast<size_t>(i)] += rank.load_per_cpu;
+        ids.push_back(std::to_string(options_.cpu_ids[static_cast<size_t>(i)]));
+      }
+      start.cpu_list = Join(ids, ",");
+      start.rlimit_data = job.spec.compute.memory.milli() / 1000;
+    }
+    if (!options_.cgroups || !start.cgroup_dir.empty()) shim = runner_->Start(start);
     if (!shim.ok()) {
       job.first_failure = Result<exec::ExitStatus>(shim.status());
       for (int rest = r; rest < workers; ++rest) job.ranks[static_cast<size_t>(rest)].done = true;
@@ -544,9 +575,13 @@ void JobManager::Release(Job& job) {
   }
   for (const Job::Rank& r : job.ranks) {
     if (r.token) jobs_by_token_.erase(r.token);
+    // Leaves of ranks that never ran (removing is idempotent).
+    if (options_.cgroups && !r.cgroup.empty()) (void)options_.cgroups->Remove(options_.cgroups->LeafPath(r.cgroup));
+    for (int i : r.pinned) cpu_load_[static_cast<size_t>(i)] -= r.load_per_cpu;
   }
   job.ranks.clear();
   job.first_failure.reset();
+  job.oom_killed = false;
 }
 
 void JobManager::OnShimExit(uint64_t token) {
@@ -570,6 +605,13 @@ void JobManager::RankEnded(Job& job, int rank, const Result<exec::ExitStatus>& s
   Job::Rank& r = job.ranks[static_cast<size_t>(rank)];
   if (r.done) return;
   r.done = true;
+  if (options_.cgroups && !r.cgroup.empty()) {
+    std::string leaf = options_.cgroups->LeafPath(r.cgroup);
+    if (options_.cgroups->OomKilled(leaf)) job.oom_killed = true;
+    if (Status st = options_.cgroups->Remove(leaf); !st.ok()) {
+      log::Warn("jobs", "cannot remove a cgroup", {{"job", job.rec.id}, {"error", st.ToString()}});
+    }
+  }
   if (r.token) jobs_by_token_.erase(r.token);
   r.token = 0;
   if (!Succeeded(status) && !job.first_failure) {
@@ -618,6 +660,10 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
     if (!s.error.empty()) {
       reason = "SetupFailed";
       message = s.error;
+    } else if (job.oom_killed) {
+      reason = "OOMKilled";
+      message = fmt::format("the kernel's OOM killer stopped it at its memory limit ({} per worker)",
+                            job.spec.compute.memory.ToString());
     } else if (pip_failed) {
       reason = "SetupFailed";
       message = "installing runtime.pip failed; pip's output is in the job's log";

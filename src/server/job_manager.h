@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "common/tau_home.h"
+#include "exec/cgroup.h"
 #include "exec/shim_launcher.h"
 #include "sched/admission_policy.h"
 #include "server/attempt_runner.h"
@@ -39,6 +40,11 @@ struct JobManagerOptions {
   // pass it triggers runs next, once for however many submits arrived
   // meanwhile. When unset, admission runs before Submit returns.
   std::function<void(std::function<void()>)> defer;
+  // cgroup v2 limits per rank, when the host delegates them; nullptr: none.
+  exec::CgroupDriver* cgroups = nullptr;
+  // Without cgroups, ranks are pinned to ceil(cpus) of these CPUs (the
+  // least loaded ones) and get RLIMIT_DATA = their memory. Empty: no pinning.
+  std::vector<int> cpu_ids;
 };
 
 // The job state machine (docs/states.md). Owned by the control-loop thread:
@@ -78,6 +84,9 @@ class JobManager {
     bool holds_resources = false;
     // One per worker (rank) of the current attempt.
     struct Rank {
+      std::string cgroup;  // leaf name when cgroups are used
+      std::vector<int> pinned;  // indexes into cpu_ids, without cgroups
+      int64_t load_per_cpu = 0;
       std::optional<exec::ShimProcess> shim;
       uint64_t token = 0;
       bool done = false;
@@ -85,6 +94,7 @@ class JobManager {
     std::vector<Rank> ranks;
     // The first rank that failed; the others are being stopped.
     std::optional<Result<exec::ExitStatus>> first_failure;
+    bool oom_killed = false;  // the kernel OOM-killed a process of a rank
     std::vector<int> gpu_indexes;
     std::shared_ptr<const JobView> view;  // reset when the job changes
   };
@@ -140,6 +150,7 @@ class JobManager {
   int64_t last_event_id_ = 0;
   sched::Resources used_;
   std::vector<bool> gpu_busy_;
+  std::vector<int64_t> cpu_load_;  // milli-CPUs pinned to each of options_.cpu_ids
 };
 
 }  // namespace tau::server

@@ -71,6 +71,9 @@ Status JobManager::Recover() {
     // Each rank: a live shim (it holds its lock), an exit status, or neither.
     const int workers = static_cast<int>(job.spec.compute.workers);
     job.ranks.assign(static_cast<size_t>(workers), Job::Rank{});
+    if (options_.cgroups) {
+      for (int r = 0; r < workers; ++r) job.ranks[static_cast<size_t>(r)].cgroup = fmt::format("{}-{}-{}", job.rec.id, n, r);
+    }
     std::vector<exec::ShimProcess> alive(static_cast<size_t>(workers));
     std::vector<std::optional<Result<exec::ExitStatus>>> ended(static_cast<size_t>(workers));
     std::vector<std::string> alive_pids;

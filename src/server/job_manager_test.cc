@@ -277,6 +277,55 @@ TEST_F(JobManagerTest, AGangThatCannotStartEveryRankStartsNone) {
   EXPECT_EQ(View(id)->job.reason, "SetupFailed");
 }
 
+TEST_F(JobManagerTest, EachRankGetsACgroupLeafAndAnOomKillIsNamed) {
+  fs::path cgroupfs = root_ / "cgroupfs";
+  fs::create_directories(cgroupfs);
+  exec::Cgroup2Driver cgroups(cgroupfs);
+  JobManagerOptions options;
+  options.capacity = {2000, int64_t{4} << 30, 0};
+  options.cgroups = &cgroups;
+  FakeRunner runner;
+  JobManager jobs(home(), store_.get(), &runner, &policy_, &clock_, options, &publisher_);
+  std::string id = (*jobs.Submit(Request("name: mem\nrun: {entrypoint: x}\ncompute: {cpus: 500m, memory: 1Gi}\n")))->job.id;
+  ASSERT_EQ(runner.starts.size(), 1u);
+  fs::path leaf = cgroupfs / (id + "-1-0");
+  EXPECT_EQ(runner.starts[0].cgroup_dir, leaf.string());
+  std::ifstream mem(leaf / "memory.max");
+  std::string limit;
+  mem >> limit;
+  EXPECT_EQ(limit, "1073741824");
+  std::ofstream(leaf / "memory.events") << "oom 1\noom_kill 1\n";
+  exec::ExitStatus killed;
+  killed.signal = 9;
+  runner.statuses[StatusPath(id, 1)] = killed;
+  jobs.OnShimExit(runner.TokenOf(1000));
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.reason, "OOMKilled");
+  EXPECT_THAT(View(id)->job.message, HasSubstr("1Gi per worker"));
+  EXPECT_FALSE(fs::exists(leaf)) << "the leaf is removed with the attempt";
+}
+
+TEST_F(JobManagerTest, WithoutCgroupsRanksArePinnedToTheLeastLoadedCpus) {
+  JobManagerOptions options;
+  options.capacity = {2000, int64_t{4} << 30, 0};
+  options.cpu_ids = {4, 7};  // the CPUs this daemon may use
+  FakeRunner runner;
+  JobManager jobs(home(), store_.get(), &runner, &policy_, &clock_, options, &publisher_);
+  std::string a = (*jobs.Submit(Request("name: a\nrun: {entrypoint: x}\ncompute: {cpus: 1, memory: 256Mi}\n")))->job.id;
+  (*jobs.Submit(Request("name: b\nrun: {entrypoint: x}\ncompute: {cpus: 500m, memory: 256Mi}\n")));
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(runner.starts[0].cpu_list, "4");
+  EXPECT_EQ(runner.starts[1].cpu_list, "7");
+  EXPECT_EQ(runner.starts[0].rlimit_data, int64_t{256} << 20);
+  exec::ExitStatus ok;
+  ok.exit_code = 0;
+  runner.statuses[StatusPath(a, 1)] = ok;
+  jobs.OnShimExit(runner.TokenOf(1000));
+  (*jobs.Submit(Request("name: c\nrun: {entrypoint: x}\ncompute: {cpus: 500m, memory: 256Mi}\n")));
+  ASSERT_EQ(runner.starts.size(), 3u);
+  EXPECT_EQ(runner.starts[2].cpu_list, "4") << "CPU 4 was freed and is the least loaded";
+}
+
 // ---- recovery ------------------------------------------------------------
 
 class RecoveryTest : public JobManagerTest {

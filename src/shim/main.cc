@@ -2,7 +2,8 @@
 // pattern). Uses libc only. Protocol: docs/shim.md.
 //
 //   tau-shim --status FILE --log FILE [--cwd DIR] [--grace-ms N]
-//            [--deadline-ms N] [--lock-fd N] -- PROGRAM ARGS...
+//            [--deadline-ms N] [--lock-fd N] [--cgroup DIR] [--cpu-list L]
+//            [--rlimit-data BYTES] -- PROGRAM ARGS...
 //
 // It starts PROGRAM in its own process group with stdout and stderr
 // appended to the log file, keeps running when its parent (taugridd) dies,
@@ -11,6 +12,7 @@
 // finally writes the exit status atomically to the status file.
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +37,9 @@ struct Options {
   long long grace_ms = 30000;
   long long deadline_ms = 0;  // 0: none
   int lock_fd = -1;           // an inherited, locked descriptor held until exit
+  const char* cgroup = nullptr;  // a cgroup v2 folder to join before starting the job
+  const char* cpu_list = nullptr;  // "0,3": CPUs the job may run on (without cgroups)
+  long long rlimit_data = 0;       // RLIMIT_DATA for the job in bytes (without cgroups)
   char** argv = nullptr;
 };
 
@@ -46,7 +51,8 @@ long long NowMs(clockid_t clock) {
 
 [[noreturn]] void Usage(const char* why) {
   fprintf(stderr, "tau-shim: %s\nusage: tau-shim --status FILE --log FILE [--cwd DIR] "
-                  "[--grace-ms N] [--deadline-ms N] [--lock-fd N] -- PROGRAM ARGS...\n", why);
+                  "[--grace-ms N] [--deadline-ms N] [--lock-fd N] [--cgroup DIR] [--cpu-list L] "
+                  "[--rlimit-data BYTES] -- PROGRAM ARGS...\n", why);
   exit(2);
 }
 
@@ -64,6 +70,9 @@ Options Parse(int argc, char** argv) {
     else if (a == "--grace-ms") o.grace_ms = atoll(value());
     else if (a == "--deadline-ms") o.deadline_ms = atoll(value());
     else if (a == "--lock-fd") o.lock_fd = atoi(value());
+    else if (a == "--cgroup") o.cgroup = value();
+    else if (a == "--cpu-list") o.cpu_list = value();
+    else if (a == "--rlimit-data") o.rlimit_data = atoll(value());
     else if (a == "--") {
       o.argv = argv + i + 1;
       break;
@@ -155,6 +164,18 @@ int main(int argc, char** argv) {
   int log_fd = open(opt.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) error = std::string("cannot open log ") + opt.log_path + ": " + strerror(errno);
 
+  // Join the attempt's cgroup first, so the job and everything it starts
+  // are inside it from their first instruction.
+  if (error.empty() && opt.cgroup) {
+    std::string procs = std::string(opt.cgroup) + "/cgroup.procs";
+    int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    char pid_text[32];
+    int len = snprintf(pid_text, sizeof pid_text, "%d\n", static_cast<int>(getpid()));
+    if (fd < 0 || write(fd, pid_text, static_cast<size_t>(len)) != len) {
+      error = std::string("cannot join cgroup ") + opt.cgroup + ": " + strerror(errno);
+    }
+    if (fd >= 0) close(fd);
+  }
   const long long started_at = NowMs(CLOCK_REALTIME);
   const long long started_mono = NowMs(CLOCK_MONOTONIC);
   pid_t child = -1;
@@ -170,6 +191,24 @@ int main(int argc, char** argv) {
     if (null_fd >= 0) dup2(null_fd, 0);
     dup2(log_fd, 1);
     dup2(log_fd, 2);
+    if (opt.cpu_list) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (const char* p = opt.cpu_list; *p;) {
+        CPU_SET(atoi(p), &set);
+        while (*p && *p != ',') ++p;
+        if (*p == ',') ++p;
+      }
+      if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        dprintf(2, "tau-shim: cannot pin to CPUs %s: %s\n", opt.cpu_list, strerror(errno));
+      }
+    }
+    if (opt.rlimit_data > 0) {
+      struct rlimit limit = {static_cast<rlim_t>(opt.rlimit_data), static_cast<rlim_t>(opt.rlimit_data)};
+      if (setrlimit(RLIMIT_DATA, &limit) != 0) {
+        dprintf(2, "tau-shim: cannot limit memory: %s\n", strerror(errno));
+      }
+    }
     if (opt.cwd && chdir(opt.cwd) != 0) {
       dprintf(2, "tau-shim: cannot enter %s: %s\n", opt.cwd, strerror(errno));
       _exit(126);

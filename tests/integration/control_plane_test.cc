@@ -306,6 +306,28 @@ TEST_F(ControlPlaneTest, EnvFilesReachTheJobAndAreShownNowhere) {
   EXPECT_THAT(bad.err, HasSubstr("bad.env:2:1: error: expected KEY=VALUE"));
 }
 
+TEST_F(ControlPlaneTest, JobsAreLimitedToTheirCpusAndMemory) {
+  // With cgroup v2 delegation the limits are cgroup files; without it (CI's
+  // hybrid hosts) jobs are pinned to CPUs and get RLIMIT_DATA. Either way a
+  // 1-CPU, 256Mi job sees at most one CPU and cannot allocate 1 GiB.
+  std::string spec = WriteSpec("limits.yaml",
+      "schema_version: 1\nname: limits\nrun:\n  entrypoint: >-\n    python3 -c \"import os;"
+      " print('cpus', len(os.sched_getaffinity(0)));"
+      " exec('try:\\n b = bytearray(1 << 30)\\n print(\\\"allocated\\\")\\nexcept MemoryError:\\n print(\\\"refused\\\")')\"\n"
+      "compute:\n  cpus: 1\n  memory: 256Mi\n");
+  CommandResult r = Tau({"run", "-f", spec});
+  std::ifstream log(home_ / "server.log");
+  std::stringstream log_text;
+  log_text << log.rdbuf();
+  if (log_text.str().find("jobs run in cgroup v2 leaves") != std::string::npos) {
+    EXPECT_THAT(r.out + r.err, ::testing::AnyOf(HasSubstr("refused"), HasSubstr("OOMKilled")));
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("cpus 1\n"));
+  EXPECT_THAT(r.out, HasSubstr("refused\n"));
+}
+
 TEST_F(ControlPlaneTest, ServerStopLeavesJobsRunningAndARestartAdoptsThem) {
   std::string id = Submit(WriteSpec("survivor.yaml", CommandSpec("survivor", "echo before; sleep 1; echo after")));
   ASSERT_TRUE(WaitUntil([&] { return Tau({"logs", id}).out.find("before") != std::string::npos; }));
