@@ -1,0 +1,125 @@
+#include "sched/quota_tree.h"
+
+#include <algorithm>
+
+namespace tau::sched {
+
+QuotaTree::NodeId QuotaTree::AddCohort(const std::string& name) {
+  nodes_.push_back(Node{name, true, std::nullopt, {}, {}, {}});
+  return static_cast<NodeId>(nodes_.size() - 1);
+}
+
+QuotaTree::NodeId QuotaTree::AddClusterQueue(const std::string& name) {
+  nodes_.push_back(Node{name, false, std::nullopt, {}, {}, {}});
+  return static_cast<NodeId>(nodes_.size() - 1);
+}
+
+void QuotaTree::SetParent(NodeId child, NodeId parent) {
+  node(child).parent = parent;
+  node(parent).children.push_back(child);
+}
+
+void QuotaTree::SetQuota(NodeId id, const FlavorResource& fr, const Quota& quota) { node(id).quotas[fr] = quota; }
+
+const Quota* QuotaTree::QuotaOf(NodeId id, const FlavorResource& fr) const {
+  auto it = node(id).quotas.find(fr);
+  return it == node(id).quotas.end() ? nullptr : &it->second;
+}
+
+int64_t QuotaTree::SubtreeQuota(NodeId id, const FlavorResource& fr) const {
+  const Quota* q = QuotaOf(id, fr);
+  int64_t total = q ? q->nominal : 0;
+  for (NodeId child : node(id).children) total += SubtreeQuota(child, fr) - LocalQuota(child, fr);
+  return total;
+}
+
+int64_t QuotaTree::LocalQuota(NodeId id, const FlavorResource& fr) const {
+  const Quota* q = QuotaOf(id, fr);
+  if (!q || !q->lending_limit) return 0;
+  return std::max<int64_t>(0, SubtreeQuota(id, fr) - *q->lending_limit);
+}
+
+int64_t QuotaTree::Usage(NodeId id, const FlavorResource& fr) const {
+  auto it = node(id).usage.find(fr);
+  return it == node(id).usage.end() ? 0 : it->second;
+}
+
+void QuotaTree::ChangeUsage(NodeId id, const FlavorResource& fr, int64_t delta) {
+  if (delta == 0) return;
+  const int64_t local = LocalQuota(id, fr);
+  const int64_t before = Usage(id, fr);
+  const int64_t after = before + delta;
+  node(id).usage[fr] = after;
+  // Only usage beyond the local (never lent) quota reaches the parent.
+  if (auto parent = node(id).parent) {
+    int64_t passed = std::max<int64_t>(0, after - local) - std::max<int64_t>(0, before - local);
+    ChangeUsage(*parent, fr, passed);
+  }
+}
+
+void QuotaTree::AddUsage(NodeId cq, const FlavorResourceAmounts& amounts) {
+  for (const auto& [fr, v] : amounts) ChangeUsage(cq, fr, v);
+}
+
+void QuotaTree::RemoveUsage(NodeId cq, const FlavorResourceAmounts& amounts) {
+  for (const auto& [fr, v] : amounts) ChangeUsage(cq, fr, -v);
+}
+
+int64_t QuotaTree::Available(NodeId id, const FlavorResource& fr) const {
+  const int64_t subtree = SubtreeQuota(id, fr);
+  const int64_t usage = Usage(id, fr);
+  auto parent = node(id).parent;
+  if (!parent) return subtree - usage;
+  const int64_t local = LocalQuota(id, fr);
+  const int64_t local_available = std::max<int64_t>(0, local - usage);
+  int64_t from_parent = Available(*parent, fr);
+  const Quota* q = QuotaOf(id, fr);
+  if (q && q->borrowing_limit) {
+    // What it may hold beyond its local quota: its lendable part plus the
+    // borrowing limit, less what it already holds there.
+    int64_t cap = (subtree - local) - std::max<int64_t>(0, usage - local) + *q->borrowing_limit;
+    from_parent = std::min(from_parent, cap);
+  }
+  return local_available + from_parent;
+}
+
+int64_t QuotaTree::PotentialAvailable(NodeId id, const FlavorResource& fr) const {
+  const int64_t subtree = SubtreeQuota(id, fr);
+  auto parent = node(id).parent;
+  if (!parent) return subtree;
+  int64_t potential = LocalQuota(id, fr) + PotentialAvailable(*parent, fr);
+  const Quota* q = QuotaOf(id, fr);
+  if (q && q->borrowing_limit) potential = std::min(potential, subtree + *q->borrowing_limit);
+  return potential;
+}
+
+int64_t QuotaTree::Borrowed(NodeId id, const FlavorResource& fr) const {
+  return std::max<int64_t>(0, Usage(id, fr) - SubtreeQuota(id, fr));
+}
+
+QuotaTree::FitResult QuotaTree::Check(NodeId cq, const FlavorResource& fr, int64_t amount) const {
+  FitResult result;
+  if (amount > PotentialAvailable(cq, fr)) return result;  // kNoFit: never, whatever finishes
+  if (amount > Available(cq, fr)) {
+    result.fit = Fit::kNeedsPreemption;
+  } else {
+    result.fit = Fit::kFit;
+  }
+  // The lowest subtree whose quota holds the new usage.
+  std::optional<NodeId> at = cq;
+  int level = 0;
+  int64_t needed = Usage(cq, fr) + amount;
+  while (at && needed > SubtreeQuota(*at, fr)) {
+    // What this node passes up, seen from its parent.
+    needed = std::max<int64_t>(0, needed - LocalQuota(*at, fr));
+    auto parent = node(*at).parent;
+    if (!parent) break;
+    needed += Usage(*parent, fr) - std::max<int64_t>(0, Usage(*at, fr) - LocalQuota(*at, fr));
+    at = parent;
+    ++level;
+  }
+  result.borrowing_level = level;
+  return result;
+}
+
+}  // namespace tau::sched

@@ -1,0 +1,97 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tau::sched {
+
+// A (flavor, resource) pair: "h200/nvidia.com/gpu". Quotas and usage are
+// exact integers in the resource's milli-units.
+struct FlavorResource {
+  std::string flavor;
+  std::string resource;
+  friend auto operator<=>(const FlavorResource&, const FlavorResource&) = default;
+};
+
+using FlavorResourceAmounts = std::map<FlavorResource, int64_t>;
+
+// What a ClusterQueue or Cohort declares for one FlavorResource.
+struct Quota {
+  int64_t nominal = 0;
+  std::optional<int64_t> borrowing_limit;  // unset: may borrow all that is lendable
+  std::optional<int64_t> lending_limit;    // unset: lends all of it
+};
+
+// The quota arithmetic of Kueue's ClusterQueues and (hierarchical) Cohorts
+// (../shared reference, kueue-semantics §1.2), pure and exact:
+//   - a ClusterQueue's subtree quota is its nominal quota; a Cohort's is its
+//     own nominal plus what each child can lend (subtree − local quota);
+//   - local quota = subtree − lending limit (0 when no lending limit): the
+//     part a node never lends upward;
+//   - usage bubbles up: a node passes to its parent only the usage beyond
+//     its local quota;
+//   - available(root) = subtree − usage; available(node) = its unused local
+//     quota + what it may still take from above: available(parent), capped
+//     by its borrowing limit when it has one;
+//   - potential available (with no usage anywhere) bounds what can ever fit.
+// Nodes are ClusterQueues (leaves) and Cohorts; every node has at most one
+// parent. Not thread-safe; owned by the admission engine.
+class QuotaTree {
+ public:
+  using NodeId = int;
+
+  NodeId AddCohort(const std::string& name);
+  NodeId AddClusterQueue(const std::string& name);
+  // Makes `parent` (a Cohort) the parent of `child`.
+  void SetParent(NodeId child, NodeId parent);
+  void SetQuota(NodeId node, const FlavorResource& fr, const Quota& quota);
+
+  void AddUsage(NodeId cluster_queue, const FlavorResourceAmounts& amounts);
+  void RemoveUsage(NodeId cluster_queue, const FlavorResourceAmounts& amounts);
+
+  int64_t SubtreeQuota(NodeId node, const FlavorResource& fr) const;
+  int64_t LocalQuota(NodeId node, const FlavorResource& fr) const;
+  int64_t Usage(NodeId node, const FlavorResource& fr) const;
+  // What more `node` may use of `fr` now (may be negative after
+  // over-admission).
+  int64_t Available(NodeId node, const FlavorResource& fr) const;
+  // What `node` could use of `fr` if nothing were in use anywhere.
+  int64_t PotentialAvailable(NodeId node, const FlavorResource& fr) const;
+  // How much of `fr` the node uses beyond its own subtree quota.
+  int64_t Borrowed(NodeId node, const FlavorResource& fr) const;
+
+  enum class Fit { kNoFit, kNeedsPreemption, kFit };
+  struct FitResult {
+    Fit fit = Fit::kNoFit;
+    // 0: fits within the ClusterQueue's own quota; k: within the quota of
+    // its k-th ancestor (it borrows).
+    int borrowing_level = 0;
+  };
+  // Whether `amount` more of `fr` fits `cluster_queue` now.
+  FitResult Check(NodeId cluster_queue, const FlavorResource& fr, int64_t amount) const;
+
+  const std::string& Name(NodeId node) const { return nodes_[static_cast<size_t>(node)].name; }
+  std::optional<NodeId> Parent(NodeId node) const { return nodes_[static_cast<size_t>(node)].parent; }
+
+ private:
+  struct Node {
+    std::string name;
+    bool cohort = false;
+    std::optional<NodeId> parent;
+    std::vector<NodeId> children;
+    std::map<FlavorResource, Quota> quotas;
+    std::map<FlavorResource, int64_t> usage;  // own (ClusterQueue) + what children pass up
+  };
+
+  const Node& node(NodeId id) const { return nodes_[static_cast<size_t>(id)]; }
+  Node& node(NodeId id) { return nodes_[static_cast<size_t>(id)]; }
+  const Quota* QuotaOf(NodeId id, const FlavorResource& fr) const;
+  void ChangeUsage(NodeId id, const FlavorResource& fr, int64_t delta);
+
+  std::vector<Node> nodes_;
+};
+
+}  // namespace tau::sched
