@@ -276,12 +276,12 @@ std::string Node::Describe() const {
   return quoted ? fmt::format("the string \"{}\"", shown) : fmt::format("\"{}\"", shown);
 }
 
-bool ReadYaml(std::string_view text, std::string_view file_name, const ReadLimits& limits,
-              Node* root, Diagnostics* diags) {
+bool ReadYamlDocuments(std::string_view text, std::string_view file_name, const ReadLimits& limits,
+                       std::vector<Node>* documents, Diagnostics* diags) {
   Location file_start{std::string(file_name), 1, 1};
   if (text.size() > limits.max_bytes) {
-    diags->Error(file_start, fmt::format("file is {} bytes; a job spec may be at most {} bytes",
-                                         text.size(), limits.max_bytes));
+    diags->Error(file_start, fmt::format("file is {} bytes; at most {} bytes are read", text.size(),
+                                         limits.max_bytes));
     return false;
   }
   if (text.find('\0') != std::string_view::npos) {
@@ -296,23 +296,10 @@ bool ReadYaml(std::string_view text, std::string_view file_name, const ReadLimit
   TreeBuilder builder(file_name, limits, diags);
   try {
     YAML::Parser parser(in);
-    if (!parser.HandleNextDocument(builder) || !builder.done()) {
-      *root = Node();
-      root->location = file_start;
-      return true;
-    }
-    *root = builder.TakeRoot();
-    // A second document with content is an error; trailing empty ones are not.
-    builder.Reset();
     while (parser.HandleNextDocument(builder)) {
       if (builder.done()) {
-        Node extra = builder.TakeRoot();
-        if (!extra.IsNull()) {
-          diags->Error(extra.location,
-                       "the file holds several YAML documents; a job spec file holds exactly one "
-                       "(remove the '---' separators)");
-          return false;
-        }
+        Node doc = builder.TakeRoot();
+        if (!doc.IsNull()) documents->push_back(std::move(doc));
       }
       builder.Reset();
     }
@@ -334,6 +321,25 @@ bool ReadYaml(std::string_view text, std::string_view file_name, const ReadLimit
     diags->Error(file_start, fmt::format("invalid YAML: {}", e.what()));
     return false;
   }
+  return true;
+}
+
+bool ReadYaml(std::string_view text, std::string_view file_name, const ReadLimits& limits,
+              Node* root, Diagnostics* diags) {
+  std::vector<Node> documents;
+  if (!ReadYamlDocuments(text, file_name, limits, &documents, diags)) return false;
+  if (documents.size() > 1) {
+    diags->Error(documents[1].location,
+                 "the file holds several YAML documents; a job spec file holds exactly one "
+                 "(remove the '---' separators)");
+    return false;
+  }
+  if (documents.empty()) {
+    *root = Node();
+    root->location = Location{std::string(file_name), 1, 1};
+    return true;
+  }
+  *root = std::move(documents[0]);
   return true;
 }
 

@@ -61,4 +61,9 @@ struct ReadLimits {
 bool ReadYaml(std::string_view text, std::string_view file_name, const ReadLimits& limits,
               Node* root, Diagnostics* diags);
 
+// Parses every document of a multi-document file (Kubernetes manifests);
+// empty documents are skipped. The node limit counts the whole file.
+bool ReadYamlDocuments(std::string_view text, std::string_view file_name, const ReadLimits& limits,
+                       std::vector<Node>* documents, Diagnostics* diags);
+
 }  // namespace tau::spec

@@ -1,0 +1,138 @@
+#include "render/kueue_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace tau::render {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Decoded {
+  bool ok = false;
+  DecodedKueueConfig out;
+  std::string diagnostics;
+};
+
+Decoded Decode(const std::string& text) {
+  Decoded d;
+  spec::Diagnostics diags;
+  d.ok = DecodeKueueManifests(text, "kueue.yaml", &d.out, &diags);
+  d.diagnostics = diags.Format();
+  return d;
+}
+
+std::string ReadExample(const std::string& name) {
+  std::ifstream in(std::string(TAU_SOURCE_DIR) + "/tests/kueue/" + name);
+  std::stringstream b;
+  b << in.rdbuf();
+  return b.str();
+}
+
+TEST(KueueConfigTest, KueuesSingleClusterQueueSetupApplies) {
+  Decoded d = Decode(ReadExample("single-clusterqueue-setup.yaml"));
+  ASSERT_TRUE(d.ok) << d.diagnostics;
+  EXPECT_EQ(d.diagnostics, "");
+  ASSERT_EQ(d.out.config.resource_flavors.size(), 1u);
+  ASSERT_EQ(d.out.config.cluster_queues.size(), 1u);
+  const auto& cq = d.out.config.cluster_queues[0];
+  EXPECT_EQ(cq.name, "cluster-queue");
+  EXPECT_TRUE(cq.namespace_selector_all);
+  EXPECT_EQ(cq.queueing_strategy, "BestEffortFIFO");
+  ASSERT_EQ(cq.resource_groups.size(), 1u);
+  EXPECT_EQ(cq.resource_groups[0].covered_resources, (std::vector<std::string>{"cpu", "memory", "pods"}));
+  EXPECT_EQ(cq.resource_groups[0].flavors[0].resources[1].nominal_quota.ToString(), "36Gi");
+  ASSERT_EQ(d.out.config.local_queues.size(), 1u);
+  EXPECT_EQ(d.out.config.local_queues[0].namespace_, "default");
+  EXPECT_EQ(d.out.config.local_queues[0].cluster_queue, "cluster-queue");
+  EXPECT_EQ(d.out.objects.size(), 3u);
+}
+
+TEST(KueueConfigTest, EveryFieldOfAFullerSetupIsRead) {
+  Decoded d = Decode(ReadExample("cohort-gpu-setup.yaml"));
+  ASSERT_TRUE(d.ok) << d.diagnostics;
+  EXPECT_THAT(d.diagnostics, HasSubstr("v1beta1 is deprecated"));
+  const auto& c = d.out.config;
+  ASSERT_EQ(c.cluster_queues.size(), 2u);
+  const auto& a = c.cluster_queues[0];
+  EXPECT_EQ(a.cohort_name, "research");
+  EXPECT_EQ(a.queueing_strategy, "StrictFIFO");
+  EXPECT_EQ(a.preemption.within_cluster_queue, "LowerPriority");
+  EXPECT_EQ(a.preemption.reclaim_within_cohort, "Any");
+  EXPECT_EQ(a.preemption.borrow_within_cohort, "LowerPriority");
+  EXPECT_EQ(a.preemption.max_priority_threshold, 100);
+  EXPECT_EQ(a.flavor_fungibility.when_can_borrow, "TryNextFlavor");
+  const auto& gpu = a.resource_groups[1].flavors[0].resources[0];
+  EXPECT_EQ(gpu.borrowing_limit->ToString(), "2");
+  EXPECT_EQ(gpu.lending_limit->ToString(), "2");
+  EXPECT_EQ(c.cluster_queues[1].cohort_name, "research");  // v1beta1 "cohort"
+  EXPECT_EQ(c.resource_flavors[0].node_labels.at("taugrid.io/gpu-class"), "h200-141gb");
+  EXPECT_EQ(c.resource_flavors[0].node_taints[0].effect, "NoSchedule");
+  EXPECT_EQ(c.resource_flavors[0].tolerations[0].op, "Exists");
+  EXPECT_EQ(c.local_queues[0].namespace_, "vision");
+  EXPECT_EQ(c.priority_classes[0].value, 1000);
+  EXPECT_EQ(c.cohorts[0].name, "research");
+  // Printed back as v1beta2.
+  nlohmann::json b = nlohmann::json::parse(d.out.objects[4].json);
+  EXPECT_EQ(b["apiVersion"], "kueue.x-k8s.io/v1beta2");
+  EXPECT_EQ(b["spec"]["cohortName"], "research");
+  EXPECT_FALSE(b["spec"].contains("cohort"));
+}
+
+TEST(KueueConfigTest, MistakesArePositionedErrors) {
+  Decoded d = Decode(
+      "apiVersion: kueue.x-k8s.io/v1beta2\n"
+      "kind: ClusterQueu\n"
+      "metadata: {name: x}\n"
+      "---\n"
+      "apiVersion: kueue.x-k8s.io/v1beta2\n"
+      "kind: ClusterQueue\n"
+      "metadata:\n"
+      "  name: cq\n"
+      "spec:\n"
+      "  queueingStrategy: FIFO\n"
+      "  cohortNme: x\n"
+      "  admissionChecks: [prov]\n"
+      "  resourceGroups:\n"
+      "  - coveredResources: [cpu, memory]\n"
+      "    flavors:\n"
+      "    - name: default\n"
+      "      resources:\n"
+      "      - name: memory\n"
+      "        nominalQuota: 4GB\n"
+      "      - name: cpu\n"
+      "        nominalQuota: 2\n"
+      "        borrowingLimit: 1\n"
+      "---\n"
+      "apiVersion: v1\n"
+      "kind: Namespace\n"
+      "metadata: {name: n}\n");
+  EXPECT_FALSE(d.ok);
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:2:7: error: kind \"ClusterQueu\" is not supported; expected one of "
+                                       "\"ResourceFlavor\", \"ClusterQueue\", \"Cohort\", \"LocalQueue\", "
+                                       "\"WorkloadPriorityClass\" (did you mean \"ClusterQueue\"?)"));
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:10:21: error: queueingStrategy: \"FIFO\" is not valid"));
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:11:3: error: unknown field \"cohortNme\" in ClusterQueue.spec; did you "
+                                       "mean \"cohortName\"?"));
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:12:3: warning: ClusterQueue.spec.admissionChecks is stored but not acted on"));
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:19:23: error: resourceGroups[0].flavors[0].resources[0].nominalQuota: "
+                                       "\"4GB\": unknown suffix"));
+  EXPECT_THAT(d.diagnostics, HasSubstr("resources must list the covered resources in the same order (cpu, memory); it "
+                                       "lists memory, cpu"));
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:22:25: error: borrowingLimit needs cohortName"));
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:24:13: error: apiVersion \"v1\" is not a Kueue API"));
+}
+
+TEST(KueueConfigTest, CommentsAndEmptyDocumentsAreFine) {
+  Decoded d = Decode("# nothing here\n---\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
+                     "metadata:\n  name: f\n---\n# trailing\n");
+  EXPECT_TRUE(d.ok) << d.diagnostics;
+  EXPECT_EQ(d.out.config.resource_flavors.size(), 1u);
+}
+
+}  // namespace
+}  // namespace tau::render

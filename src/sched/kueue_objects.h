@@ -1,0 +1,104 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/quantity.h"
+
+namespace tau::sched {
+
+// Kueue's configuration objects (kueue.x-k8s.io/v1beta2), as the embedded
+// admission engine reads them. Field names follow Kueue's; enumerations
+// keep Kueue's spelling. The whole object as written is kept elsewhere so
+// `tau admin get` prints every field back.
+
+struct Taint {
+  std::string key, value, effect;
+};
+
+struct Toleration {
+  std::string key, op = "Equal", value, effect;
+};
+
+struct ResourceFlavor {
+  std::string name;
+  std::map<std::string, std::string> node_labels;
+  std::vector<Taint> node_taints;
+  std::vector<Toleration> tolerations;
+};
+
+struct ResourceQuota {
+  std::string name;  // "cpu", "memory", "nvidia.com/gpu", ...
+  Quantity nominal_quota;
+  std::optional<Quantity> borrowing_limit;
+  std::optional<Quantity> lending_limit;
+};
+
+struct FlavorQuotas {
+  std::string name;  // a ResourceFlavor
+  std::vector<ResourceQuota> resources;
+};
+
+struct ResourceGroup {
+  std::vector<std::string> covered_resources;
+  std::vector<FlavorQuotas> flavors;  // in preference order
+};
+
+struct Preemption {
+  std::string within_cluster_queue = "Never";   // Never | LowerPriority | LowerOrNewerEqualPriority
+  std::string reclaim_within_cohort = "Never";  // Never | LowerPriority | Any
+  std::string borrow_within_cohort = "Never";   // Never | LowerPriority
+  std::optional<int64_t> max_priority_threshold;
+};
+
+struct FlavorFungibility {
+  std::string when_can_borrow = "MayStopSearch";   // MayStopSearch | TryNextFlavor
+  std::string when_can_preempt = "TryNextFlavor";  // MayStopSearch | TryNextFlavor
+};
+
+struct ClusterQueue {
+  std::string name;
+  std::string cohort_name;
+  std::string queueing_strategy = "BestEffortFIFO";  // or StrictFIFO
+  // Kueue: absent selects no namespace, {} selects all. Only {} (all
+  // workspaces) and matchLabels on workspace names are understood here.
+  bool namespace_selector_all = false;
+  std::vector<ResourceGroup> resource_groups;
+  Preemption preemption;
+  FlavorFungibility flavor_fungibility;
+  std::string stop_policy = "None";  // None | Hold | HoldAndDrain
+  std::optional<Quantity> fair_sharing_weight;
+};
+
+struct Cohort {
+  std::string name;
+  std::string parent_name;
+  std::vector<ResourceGroup> resource_groups;
+  std::optional<Quantity> fair_sharing_weight;
+};
+
+struct LocalQueue {
+  std::string namespace_;  // the workspace
+  std::string name;
+  std::string cluster_queue;
+  std::string stop_policy = "None";
+};
+
+struct WorkloadPriorityClass {
+  std::string name;
+  int64_t value = 0;
+  std::string description;
+};
+
+struct KueueConfig {
+  std::vector<ResourceFlavor> resource_flavors;
+  std::vector<ClusterQueue> cluster_queues;
+  std::vector<Cohort> cohorts;
+  std::vector<LocalQueue> local_queues;
+  std::vector<WorkloadPriorityClass> priority_classes;
+};
+
+}  // namespace tau::sched
