@@ -1,0 +1,355 @@
+#include "sched/admission_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/quantity.h"
+
+namespace tau::sched {
+namespace {
+
+using Fit = QuotaTree::Fit;
+
+// BorrowingOverPreemption (Kueue's default preference): fit without
+// borrowing > fit borrowing > preempt without borrowing > preempt borrowing.
+int Rank(Fit fit, int level) {
+  switch (fit) {
+    case Fit::kFit: return level == 0 ? 4 : 3;
+    case Fit::kNeedsPreemption: return level == 0 ? 2 : 1;
+    case Fit::kNoFit: return 0;
+  }
+  return 0;
+}
+
+std::string Amount(const std::string& resource, int64_t milli) {
+  return resource == "memory" ? Quantity::FromUnits(milli / 1000, Quantity::Format::kBinary).ToString()
+                              : Quantity::FromMilli(milli).ToString();
+}
+
+}  // namespace
+
+void AdmissionEngine::Configure(const KueueConfig& config) {
+  config_ = config;
+  tree_ = QuotaTree();
+  flavors_.clear();
+  for (const auto& f : config_.resource_flavors) flavors_[f.name] = &f;
+
+  std::map<std::string, QuotaTree::NodeId> cohorts;
+  auto cohort_node = [&](const std::string& name) {
+    auto it = cohorts.find(name);
+    if (it != cohorts.end()) return it->second;
+    return cohorts[name] = tree_.AddCohort(name);
+  };
+  auto set_quotas = [&](QuotaTree::NodeId node, const std::vector<ResourceGroup>& groups) {
+    for (const auto& g : groups) {
+      for (const auto& f : g.flavors) {
+        for (const auto& r : f.resources) {
+          Quota q;
+          q.nominal = r.nominal_quota.milli();
+          if (r.borrowing_limit) q.borrowing_limit = r.borrowing_limit->milli();
+          if (r.lending_limit) q.lending_limit = r.lending_limit->milli();
+          tree_.SetQuota(node, {f.name, r.name}, q);
+        }
+      }
+    }
+  };
+  for (const auto& c : config_.cohorts) {
+    auto node = cohort_node(c.name);
+    set_quotas(node, c.resource_groups);
+    if (!c.parent_name.empty()) tree_.SetParent(node, cohort_node(c.parent_name));
+  }
+  std::map<std::string, QueueState> queues;
+  for (const auto& cq : config_.cluster_queues) {
+    QueueState q;
+    q.spec = &cq;
+    q.node = tree_.AddClusterQueue(cq.name);
+    set_quotas(q.node, cq.resource_groups);
+    if (!cq.cohort_name.empty()) tree_.SetParent(q.node, cohort_node(cq.cohort_name));
+    for (const auto& g : cq.resource_groups) {
+      for (const auto& f : g.flavors) {
+        if (!flavors_.count(f.name) && q.inactive_reason.empty()) {
+          q.inactive_reason = fmt::format("ResourceFlavor \"{}\" does not exist", f.name);
+        }
+      }
+    }
+    queues[cq.name] = std::move(q);
+  }
+  queues_ = std::move(queues);
+  // Usage of what is admitted stays.
+  for (const auto& [id, a] : admitted_) {
+    if (auto node = ClusterQueueNode(a.cluster_queue)) tree_.AddUsage(*node, a.usage);
+  }
+  for (const auto& [id, w] : workloads_) {
+    if (admitted_.count(id)) continue;
+    PendingInfo why;
+    if (auto cq = ClusterQueueOf(w, &why)) queues_[*cq].pending.push_back(id);
+  }
+  for (auto& [name, q] : queues_) SortQueue(q);
+}
+
+std::optional<QuotaTree::NodeId> AdmissionEngine::ClusterQueueNode(const std::string& name) const {
+  auto it = queues_.find(name);
+  if (it == queues_.end()) return std::nullopt;
+  return it->second.node;
+}
+
+std::optional<std::string> AdmissionEngine::ClusterQueueOf(const Workload& w, PendingInfo* why) const {
+  for (const auto& lq : config_.local_queues) {
+    if (lq.namespace_ != w.namespace_ || lq.name != w.local_queue) continue;
+    auto it = queues_.find(lq.cluster_queue);
+    if (it == queues_.end()) {
+      *why = {"ClusterQueueNotFound", fmt::format("LocalQueue {}/{} points to ClusterQueue \"{}\", which does not exist",
+                                                  lq.namespace_, lq.name, lq.cluster_queue), 0};
+      return std::nullopt;
+    }
+    if (!it->second.spec->namespace_selector_all) {
+      *why = {"NamespaceNotSelected", fmt::format("ClusterQueue \"{}\" does not select workspace \"{}\"",
+                                                  lq.cluster_queue, w.namespace_), 0};
+      return std::nullopt;
+    }
+    return lq.cluster_queue;
+  }
+  *why = {"LocalQueueNotFound", fmt::format("there is no LocalQueue \"{}\" in workspace \"{}\"", w.local_queue,
+                                            w.namespace_), 0};
+  return std::nullopt;
+}
+
+void AdmissionEngine::SortQueue(QueueState& q) {
+  std::stable_sort(q.pending.begin(), q.pending.end(), [&](const std::string& a, const std::string& b) {
+    const Workload& wa = workloads_.at(a);
+    const Workload& wb = workloads_.at(b);
+    if (wa.priority != wb.priority) return wa.priority > wb.priority;
+    return wa.seq < wb.seq;
+  });
+}
+
+bool AdmissionEngine::FlavorMatches(const ResourceFlavor& flavor, const Workload& w, std::string* why) const {
+  // Node labels: a key the flavor defines must match what the pods select.
+  for (const auto& [key, value] : w.node_selector) {
+    auto it = flavor.node_labels.find(key);
+    if (it != flavor.node_labels.end() && it->second != value) {
+      *why = fmt::format("flavor {} has {}={}, the job selects {}", flavor.name, key, it->second, value);
+      return false;
+    }
+  }
+  for (const auto& taint : flavor.node_taints) {
+    if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
+    bool tolerated = w.tolerated_taints.count(taint.key) > 0;
+    for (const auto& t : flavor.tolerations) tolerated = tolerated || t.key == taint.key || (t.key.empty() && t.op == "Exists");
+    if (!tolerated) {
+      *why = fmt::format("flavor {} has taint {} that the job does not tolerate", flavor.name, taint.key);
+      return false;
+    }
+  }
+  return true;
+}
+
+AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, const Workload& w) const {
+  Choice out;
+  out.fit = Fit::kFit;
+  out.admission.workload_id = w.id;
+  out.admission.cluster_queue = q.spec->name;
+  for (const auto& [resource, per_pod] : w.per_pod) {
+    if (per_pod <= 0) continue;
+    const ResourceGroup* group = nullptr;
+    for (const auto& g : q.spec->resource_groups) {
+      if (std::find(g.covered_resources.begin(), g.covered_resources.end(), resource) != g.covered_resources.end()) {
+        group = &g;
+      }
+    }
+    if (!group) {
+      out.fit = Fit::kNoFit;
+      out.reason = "NoMatchingFlavor";
+      out.message = fmt::format("ClusterQueue \"{}\" has no quota for {}", q.spec->name, resource);
+      return out;
+    }
+  }
+  for (const auto& group : q.spec->resource_groups) {
+    // The resources of this group the workload asks for.
+    std::vector<std::pair<std::string, int64_t>> wanted;
+    for (const auto& r : group.covered_resources) {
+      auto it = w.per_pod.find(r);
+      if (it != w.per_pod.end() && it->second > 0) wanted.emplace_back(r, it->second * w.count);
+    }
+    if (wanted.empty()) continue;
+    int best_rank = -1;
+    Fit best_fit = Fit::kNoFit;
+    int best_level = 0;
+    std::string best_flavor, mismatch, gap;
+    for (const auto& f : group.flavors) {
+      auto fl = flavors_.find(f.name);
+      if (fl == flavors_.end()) continue;
+      std::string why;
+      if (!FlavorMatches(*fl->second, w, &why)) {
+        if (mismatch.empty()) mismatch = why;
+        continue;
+      }
+      Fit fit = Fit::kFit;
+      int level = 0;
+      for (const auto& [resource, amount] : wanted) {
+        auto r = tree_.Check(q.node, {f.name, resource}, amount);
+        if (static_cast<int>(r.fit) < static_cast<int>(fit)) fit = r.fit;
+        level = std::max(level, r.borrowing_level);
+        if (r.fit == Fit::kNoFit && gap.empty()) {
+          gap = fmt::format("{} {} requested, at most {} of flavor {} can ever be available", Amount(resource, amount),
+                            resource, Amount(resource, tree_.PotentialAvailable(q.node, {f.name, resource})), f.name);
+        } else if (r.fit == Fit::kNeedsPreemption && gap.empty()) {
+          gap = fmt::format("{} {} of flavor {} requested, {} available", Amount(resource, amount), resource, f.name,
+                            Amount(resource, std::max<int64_t>(0, tree_.Available(q.node, {f.name, resource}))));
+        }
+      }
+      int rank = Rank(fit, level);
+      if (rank > best_rank) {
+        best_rank = rank;
+        best_fit = fit;
+        best_level = level;
+        best_flavor = f.name;
+      }
+      if (fit == Fit::kFit && level == 0) break;
+      const FlavorFungibility& ff = q.spec->flavor_fungibility;
+      bool next = fit == Fit::kNoFit || (fit == Fit::kNeedsPreemption && ff.when_can_preempt == "TryNextFlavor") ||
+                  (fit == Fit::kFit && level > 0 && ff.when_can_borrow == "TryNextFlavor");
+      if (!next) break;
+    }
+    if (best_rank < 0) {
+      out.fit = Fit::kNoFit;
+      out.reason = "NoMatchingFlavor";
+      out.message = mismatch.empty() ? "no flavor of the ClusterQueue exists" : mismatch;
+      return out;
+    }
+    if (best_fit == Fit::kNoFit) {
+      out.fit = Fit::kNoFit;
+      out.reason = "ExceedsMaxQuota";
+      out.message = gap;
+      return out;
+    }
+    if (static_cast<int>(best_fit) < static_cast<int>(out.fit)) {
+      out.fit = best_fit;
+      out.reason = "WaitingForQuota";
+      out.message = gap;
+    }
+    out.admission.borrowing_level = std::max(out.admission.borrowing_level, best_level);
+    for (const auto& [resource, amount] : wanted) {
+      out.admission.flavors[resource] = best_flavor;
+      out.admission.usage[{best_flavor, resource}] += amount;
+    }
+  }
+  return out;
+}
+
+Status AdmissionEngine::Submit(const Workload& w) {
+  PendingInfo why;
+  auto cq = ClusterQueueOf(w, &why);
+  if (!cq) return NotFoundError(fmt::format("{}: {}", why.reason, why.message));
+  const QueueState& q = queues_.at(*cq);
+  if (q.inactive_reason.empty()) {
+    Choice c = AssignFlavors(q, w);
+    if (c.fit == Fit::kNoFit) {
+      return FailedPreconditionError(fmt::format("the job can never be admitted to ClusterQueue \"{}\": {}: {}",
+                                                 *cq, c.reason, c.message));
+    }
+  }
+  workloads_[w.id] = w;
+  queues_[*cq].pending.push_back(w.id);
+  SortQueue(queues_[*cq]);
+  return Status::Ok();
+}
+
+void AdmissionEngine::Remove(const std::string& id) {
+  auto a = admitted_.find(id);
+  if (a != admitted_.end()) {
+    if (auto node = ClusterQueueNode(a->second.cluster_queue)) tree_.RemoveUsage(*node, a->second.usage);
+    admitted_.erase(a);
+  }
+  for (auto& [name, q] : queues_) std::erase(q.pending, id);
+  workloads_.erase(id);
+  held_.erase(id);
+  pending_info_.erase(id);
+}
+
+void AdmissionEngine::SetHeld(const std::string& id, bool held) {
+  if (held) held_.insert(id);
+  else held_.erase(id);
+}
+
+std::vector<Admission> AdmissionEngine::Schedule() {
+  std::vector<Admission> admitted;
+  pending_info_.clear();
+  std::set<std::string> parked;         // workloads that cannot go this pass
+  std::set<std::string> blocked_queues; // StrictFIFO queues whose head cannot go
+  while (true) {
+    // One candidate per queue: its first workload not held or parked.
+    struct Candidate {
+      QueueState* queue;
+      const Workload* workload;
+      Choice choice;
+    };
+    std::vector<Candidate> candidates;
+    for (auto& [name, q] : queues_) {
+      if (!q.inactive_reason.empty() || q.spec->stop_policy != "None" || blocked_queues.count(name)) continue;
+      for (const std::string& id : q.pending) {
+        if (held_.count(id) || parked.count(id)) continue;
+        const Workload& w = workloads_.at(id);
+        candidates.push_back({&q, &w, AssignFlavors(q, w)});
+        break;
+      }
+    }
+    if (candidates.empty()) break;
+    // Kueue's order: fits first, without borrowing before borrowing, then
+    // higher priority, then older.
+    std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      bool fa = a.choice.fit == Fit::kFit, fb = b.choice.fit == Fit::kFit;
+      if (fa != fb) return fa;
+      if (a.choice.admission.borrowing_level != b.choice.admission.borrowing_level) {
+        return a.choice.admission.borrowing_level < b.choice.admission.borrowing_level;
+      }
+      if (a.workload->priority != b.workload->priority) return a.workload->priority > b.workload->priority;
+      return a.workload->seq < b.workload->seq;
+    });
+    Candidate& first = candidates.front();
+    if (first.choice.fit == Fit::kFit) {
+      tree_.AddUsage(first.queue->node, first.choice.admission.usage);
+      admitted_[first.workload->id] = first.choice.admission;
+      admitted.push_back(first.choice.admission);
+      std::erase(first.queue->pending, first.workload->id);
+      continue;
+    }
+    // Nothing fits now: record why, and move past these heads.
+    for (Candidate& c : candidates) {
+      pending_info_[c.workload->id] = {c.choice.reason, c.choice.message, 0};
+      if (c.queue->spec->queueing_strategy == "StrictFIFO") blocked_queues.insert(c.queue->spec->name);
+      else parked.insert(c.workload->id);
+    }
+  }
+  // Everything still pending gets a reason and its place in the queue.
+  for (auto& [name, q] : queues_) {
+    int position = 0;
+    std::string head;
+    for (const std::string& id : q.pending) {
+      ++position;
+      PendingInfo& info = pending_info_[id];
+      if (held_.count(id)) {
+        info = {"Held", "held by a user (tau release to let it run)", 0};
+      } else if (!q.inactive_reason.empty()) {
+        info = {"ClusterQueueInactive", q.inactive_reason, 0};
+      } else if (q.spec->stop_policy != "None") {
+        info = {"ClusterQueueStopped", fmt::format("ClusterQueue \"{}\" has stopPolicy {}", name, q.spec->stop_policy), 0};
+      } else if (info.reason.empty()) {
+        info = {"WaitingForQuota", fmt::format("behind {} in ClusterQueue \"{}\" ({})", head, name,
+                                               q.spec->queueing_strategy), 0};
+      }
+      info.position = position;
+      if (head.empty()) head = id;
+    }
+  }
+  return admitted;
+}
+
+std::optional<PendingInfo> AdmissionEngine::Why(const std::string& id) const {
+  auto it = pending_info_.find(id);
+  if (it == pending_info_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace tau::sched

@@ -1,0 +1,94 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "sched/kueue_objects.h"
+#include "sched/quota_tree.h"
+#include "sched/workload.h"
+
+namespace tau::sched {
+
+// Why a workload waits, with Kueue's reason names.
+struct PendingInfo {
+  std::string reason;   // NoMatchingFlavor, ExceedsMaxQuota, WaitingForQuota, LocalQueueNotFound,
+                        // ClusterQueueInactive, ClusterQueueStopped, Held
+  std::string message;  // which flavor, resource and amounts
+  int position = 0;     // 1-based place among the ClusterQueue's pending workloads
+};
+
+// A decided admission: the flavor chosen for each resource.
+struct Admission {
+  std::string workload_id;
+  std::string cluster_queue;
+  std::map<std::string, std::string> flavors;  // resource -> flavor
+  FlavorResourceAmounts usage;
+  int borrowing_level = 0;
+};
+
+// The embedded admission engine with Kueue's semantics
+// (kueue-semantics §1.2-1.5): ClusterQueues with resource groups and
+// ordered flavors, flat or nested Cohorts with borrowing and lending
+// limits, LocalQueues mapping workspaces to ClusterQueues, priorities,
+// StrictFIFO and BestEffortFIFO, flavor fungibility. Pure: no I/O, no
+// clock, no threads; the same calls give the same decisions.
+//
+// Beyond Kueue: in one Schedule() pass a BestEffortFIFO queue whose head
+// does not fit goes on to the workloads behind it, so small jobs are not
+// held back by a large one waiting for quota.
+class AdmissionEngine {
+ public:
+  // Replaces the configuration; admitted workloads keep their usage.
+  void Configure(const KueueConfig& config);
+
+  // Queues a workload (by its LocalQueue) or reports why it never can run:
+  // FailedPrecondition with NoMatchingFlavor / ExceedsMaxQuota details.
+  Status Submit(const Workload& workload);
+  // Forgets a pending workload, or releases an admitted one's quota.
+  void Remove(const std::string& workload_id);
+  void SetHeld(const std::string& workload_id, bool held);
+
+  // Admits what fits now, in queue order. Pending workloads get a reason.
+  std::vector<Admission> Schedule();
+
+  std::optional<PendingInfo> Why(const std::string& workload_id) const;
+  bool IsAdmitted(const std::string& workload_id) const { return admitted_.count(workload_id) > 0; }
+  const QuotaTree& quota() const { return tree_; }
+  std::optional<QuotaTree::NodeId> ClusterQueueNode(const std::string& name) const;
+  // The ClusterQueue a workload goes to, or the reason it has none.
+  std::optional<std::string> ClusterQueueOf(const Workload& w, PendingInfo* why) const;
+
+ private:
+  struct QueueState {
+    const ClusterQueue* spec = nullptr;
+    QuotaTree::NodeId node = 0;
+    std::string inactive_reason;  // "" when active
+    std::vector<std::string> pending;  // workload ids, in queue order
+  };
+  struct Choice {
+    QuotaTree::Fit fit = QuotaTree::Fit::kNoFit;
+    Admission admission;
+    std::string reason, message;
+  };
+
+  Choice AssignFlavors(const QueueState& q, const Workload& w) const;
+  bool FlavorMatches(const ResourceFlavor& flavor, const Workload& w, std::string* why) const;
+  void SortQueue(QueueState& q);
+
+  KueueConfig config_;
+  QuotaTree tree_;
+  std::map<std::string, QueueState> queues_;       // by ClusterQueue name
+  std::map<std::string, const ResourceFlavor*> flavors_;
+  std::map<std::string, Workload> workloads_;      // pending and admitted
+  std::map<std::string, Admission> admitted_;
+  std::set<std::string> held_;
+  std::map<std::string, PendingInfo> pending_info_;
+};
+
+}  // namespace tau::sched

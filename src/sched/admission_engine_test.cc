@@ -1,0 +1,250 @@
+// One scenario per rule of Kueue's admission the engine implements
+// (kueue-semantics §1.2-1.5).
+
+#include "sched/admission_engine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace tau::sched {
+namespace {
+
+using ::testing::HasSubstr;
+
+ResourceQuota Q(const std::string& name, int64_t units, std::optional<int64_t> borrow = std::nullopt,
+                std::optional<int64_t> lend = std::nullopt) {
+  ResourceQuota q{name, Quantity::FromUnits(units), std::nullopt, std::nullopt};
+  if (borrow) q.borrowing_limit = Quantity::FromUnits(*borrow);
+  if (lend) q.lending_limit = Quantity::FromUnits(*lend);
+  return q;
+}
+
+ClusterQueue CpuQueue(const std::string& name, ResourceQuota cpu, const std::string& cohort = "") {
+  ClusterQueue cq;
+  cq.name = name;
+  cq.cohort_name = cohort;
+  cq.namespace_selector_all = true;
+  cq.resource_groups = {{{"cpu"}, {{"default", {cpu}}}}};
+  return cq;
+}
+
+Workload W(const std::string& id, int64_t cpus, const std::string& queue = "q", int64_t priority = 0) {
+  static int64_t seq = 0;
+  Workload w;
+  w.id = id;
+  w.namespace_ = "default";
+  w.local_queue = queue;
+  w.priority = priority;
+  w.seq = ++seq;
+  w.per_pod = {{"cpu", cpus * 1000}};
+  return w;
+}
+
+std::vector<std::string> Ids(const std::vector<Admission>& admitted) {
+  std::vector<std::string> ids;
+  for (const auto& a : admitted) ids.push_back(a.workload_id);
+  return ids;
+}
+
+KueueConfig OneQueue(ClusterQueue cq) {
+  KueueConfig c;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  c.local_queues = {{"default", "q", cq.name, "None"}};
+  c.cluster_queues = {std::move(cq)};
+  return c;
+}
+
+TEST(AdmissionEngineTest, BestEffortFifoLetsSmallerWorkloadsPastABlockedHead) {
+  AdmissionEngine e;
+  e.Configure(OneQueue(CpuQueue("cq", Q("cpu", 4))));
+  ASSERT_TRUE(e.Submit(W("running", 3)).ok());
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"running"});
+  ASSERT_TRUE(e.Submit(W("big", 2)).ok());
+  ASSERT_TRUE(e.Submit(W("small", 1)).ok());
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"small"});
+  auto why = e.Why("big");
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->reason, "WaitingForQuota");
+  EXPECT_THAT(why->message, HasSubstr("2 cpu of flavor default requested, 1 available"));
+  EXPECT_EQ(why->position, 1);
+}
+
+TEST(AdmissionEngineTest, StrictFifoBlocksBehindTheHead) {
+  ClusterQueue cq = CpuQueue("cq", Q("cpu", 4));
+  cq.queueing_strategy = "StrictFIFO";
+  AdmissionEngine e;
+  e.Configure(OneQueue(cq));
+  ASSERT_TRUE(e.Submit(W("running", 3)).ok());
+  e.Schedule();
+  ASSERT_TRUE(e.Submit(W("big", 2)).ok());
+  ASSERT_TRUE(e.Submit(W("small", 1)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(e.Why("small")->reason, "WaitingForQuota");
+  EXPECT_THAT(e.Why("small")->message, HasSubstr("behind big"));
+  EXPECT_EQ(e.Why("small")->position, 2);
+  e.Remove("running");  // finishing frees quota
+  EXPECT_EQ(Ids(e.Schedule()), (std::vector<std::string>{"big", "small"}));
+}
+
+TEST(AdmissionEngineTest, HigherPriorityGoesFirst) {
+  AdmissionEngine e;
+  e.Configure(OneQueue(CpuQueue("cq", Q("cpu", 2))));
+  ASSERT_TRUE(e.Submit(W("low", 2, "q", 0)).ok());
+  ASSERT_TRUE(e.Submit(W("high", 2, "q", 100)).ok());
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"high"});
+  EXPECT_EQ(e.Why("low")->position, 1);
+}
+
+KueueConfig TwoInACohort(ResourceQuota a, ResourceQuota b) {
+  KueueConfig c;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  c.cluster_queues = {CpuQueue("a", a, "research"), CpuQueue("b", b, "research")};
+  c.local_queues = {{"default", "qa", "a", "None"}, {"default", "qb", "b", "None"}};
+  return c;
+}
+
+TEST(AdmissionEngineTest, BorrowingWithinACohortAndItsLimits) {
+  AdmissionEngine e;
+  e.Configure(TwoInACohort(Q("cpu", 2), Q("cpu", 2)));
+  ASSERT_TRUE(e.Submit(W("a1", 3, "qa")).ok());
+  auto admitted = e.Schedule();
+  ASSERT_EQ(admitted.size(), 1u);
+  EXPECT_EQ(admitted[0].borrowing_level, 1);
+
+  AdmissionEngine limited;
+  limited.Configure(TwoInACohort(Q("cpu", 2, /*borrow=*/0), Q("cpu", 2)));
+  auto refused = limited.Submit(W("a1", 3, "qa"));
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr("ExceedsMaxQuota: 3 cpu requested, at most 2 of flavor default"));
+}
+
+TEST(AdmissionEngineTest, ALendingLimitKeepsQuotaForItsOwner) {
+  AdmissionEngine e;
+  e.Configure(TwoInACohort(Q("cpu", 2), Q("cpu", 2, std::nullopt, /*lend=*/0)));
+  EXPECT_EQ(e.Submit(W("a1", 3, "qa")).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(e.Submit(W("a2", 2, "qa")).ok());
+  ASSERT_TRUE(e.Submit(W("b1", 2, "qb")).ok());
+  EXPECT_EQ(e.Schedule().size(), 2u);
+}
+
+TEST(AdmissionEngineTest, NonBorrowingWorkloadsGoBeforeBorrowingOnes) {
+  AdmissionEngine e;
+  e.Configure(TwoInACohort(Q("cpu", 2), Q("cpu", 2)));
+  ASSERT_TRUE(e.Submit(W("a-borrows", 3, "qa", 100)).ok());  // higher priority, but borrows
+  ASSERT_TRUE(e.Submit(W("b-own", 2, "qb")).ok());
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"b-own"});
+  EXPECT_EQ(e.Why("a-borrows")->reason, "WaitingForQuota");
+}
+
+KueueConfig GpuFlavors(const std::string& when_can_borrow) {
+  KueueConfig c;
+  c.resource_flavors = {{"h200", {{"taugrid.io/gpu-class", "h200-141gb"}}, {}, {}},
+                        {"a100", {{"taugrid.io/gpu-class", "a100-80gb"}}, {}, {}}};
+  ClusterQueue cq;
+  cq.name = "gpus";
+  cq.cohort_name = "shared";
+  cq.namespace_selector_all = true;
+  cq.flavor_fungibility.when_can_borrow = when_can_borrow;
+  cq.resource_groups = {{{"nvidia.com/gpu"}, {{"h200", {Q("nvidia.com/gpu", 1)}}, {"a100", {Q("nvidia.com/gpu", 2)}}}}};
+  ClusterQueue lender;
+  lender.name = "lender";
+  lender.cohort_name = "shared";
+  lender.namespace_selector_all = true;
+  lender.resource_groups = {{{"nvidia.com/gpu"}, {{"h200", {Q("nvidia.com/gpu", 4)}}}}};
+  c.cluster_queues = {cq, lender};
+  c.local_queues = {{"default", "q", "gpus", "None"}};
+  return c;
+}
+
+Workload Gpus(const std::string& id, int64_t gpus, const std::string& gpu_class = "") {
+  Workload w = W(id, 0);
+  w.per_pod = {{"nvidia.com/gpu", gpus * 1000}};
+  if (!gpu_class.empty()) w.node_selector = {{"taugrid.io/gpu-class", gpu_class}};
+  return w;
+}
+
+TEST(AdmissionEngineTest, FlavorFungibilityChoosesBetweenBorrowingAndTheNextFlavor) {
+  // MayStopSearch: the first flavor that fits, even by borrowing.
+  AdmissionEngine stop;
+  stop.Configure(GpuFlavors("MayStopSearch"));
+  ASSERT_TRUE(stop.Submit(Gpus("w", 2)).ok());
+  auto a = stop.Schedule();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].flavors.at("nvidia.com/gpu"), "h200");
+  EXPECT_EQ(a[0].borrowing_level, 1);
+  // TryNextFlavor: a later flavor that fits without borrowing wins.
+  AdmissionEngine next;
+  next.Configure(GpuFlavors("TryNextFlavor"));
+  ASSERT_TRUE(next.Submit(Gpus("w", 2)).ok());
+  auto b = next.Schedule();
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].flavors.at("nvidia.com/gpu"), "a100");
+  EXPECT_EQ(b[0].borrowing_level, 0);
+}
+
+TEST(AdmissionEngineTest, NodeLabelsSelectFlavorsAndNothingMatchingIsRefused) {
+  AdmissionEngine e;
+  e.Configure(GpuFlavors("TryNextFlavor"));
+  ASSERT_TRUE(e.Submit(Gpus("h", 1, "h200-141gb")).ok());
+  auto a = e.Schedule();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].flavors.at("nvidia.com/gpu"), "h200");
+  Status st = e.Submit(Gpus("x", 1, "b200-192gb"));
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("NoMatchingFlavor: flavor h200 has taugrid.io/gpu-class=h200-141gb, the job selects b200-192gb"));
+}
+
+TEST(AdmissionEngineTest, TaintsNeedTolerations) {
+  KueueConfig c = GpuFlavors("TryNextFlavor");
+  c.resource_flavors[0].node_taints = {{"nvidia.com/gpu", "true", "NoSchedule"}};
+  c.resource_flavors[1].node_taints = {{"nvidia.com/gpu", "true", "NoSchedule"}};
+  AdmissionEngine e;
+  e.Configure(c);
+  EXPECT_THAT(e.Submit(Gpus("intolerant", 1)).message(), HasSubstr("taint nvidia.com/gpu"));
+  Workload w = Gpus("tolerant", 1);
+  w.tolerated_taints = {{"nvidia.com/gpu", true}};
+  EXPECT_TRUE(e.Submit(w).ok());
+}
+
+TEST(AdmissionEngineTest, QueuesAndClusterQueuesThatDoNotWork) {
+  KueueConfig c = OneQueue(CpuQueue("cq", Q("cpu", 4)));
+  AdmissionEngine e;
+  e.Configure(c);
+  EXPECT_THAT(e.Submit(W("nowhere", 1, "missing")).message(), HasSubstr("LocalQueueNotFound"));
+  c.cluster_queues[0].resource_groups[0].flavors[0].name = "gone";
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("w", 1)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(e.Why("w")->reason, "ClusterQueueInactive");
+  EXPECT_THAT(e.Why("w")->message, HasSubstr("ResourceFlavor \"gone\" does not exist"));
+}
+
+TEST(AdmissionEngineTest, AHeldWorkloadKeepsItsPlaceButIsNotAdmitted) {
+  AdmissionEngine e;
+  e.Configure(OneQueue(CpuQueue("cq", Q("cpu", 4))));
+  ASSERT_TRUE(e.Submit(W("held", 1)).ok());
+  ASSERT_TRUE(e.Submit(W("next", 1)).ok());
+  e.SetHeld("held", true);
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"next"});
+  EXPECT_EQ(e.Why("held")->reason, "Held");
+  EXPECT_EQ(e.Why("held")->position, 1);
+  e.SetHeld("held", false);
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"held"});
+}
+
+TEST(AdmissionEngineTest, ReconfiguringKeepsTheUsageOfAdmittedWorkloads) {
+  KueueConfig c = OneQueue(CpuQueue("cq", Q("cpu", 4)));
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("a", 3)).ok());
+  e.Schedule();
+  c.cluster_queues[0].resource_groups[0].flavors[0].resources[0].nominal_quota = Quantity::FromUnits(5);
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("b", 2)).ok());
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"b"});
+  ASSERT_TRUE(e.Submit(W("c", 1)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+}
+
+}  // namespace
+}  // namespace tau::sched
