@@ -238,6 +238,36 @@ AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, cons
   return out;
 }
 
+Status AdmissionEngine::CheckFeasible(const Workload& w) const {
+  PendingInfo why;
+  auto cq = ClusterQueueOf(w, &why);
+  if (!cq) return NotFoundError(fmt::format("{}: {}", why.reason, why.message));
+  const QueueState& q = queues_.at(*cq);
+  if (!q.inactive_reason.empty()) return Status::Ok();
+  Choice c = AssignFlavors(q, w);
+  if (c.fit == Fit::kNoFit) {
+    return FailedPreconditionError(fmt::format("the job can never be admitted to ClusterQueue \"{}\": {}: {}", *cq,
+                                               c.reason, c.message));
+  }
+  return Status::Ok();
+}
+
+void AdmissionEngine::Restore(const Workload& w) {
+  PendingInfo why;
+  auto cq = ClusterQueueOf(w, &why);
+  workloads_[w.id] = w;
+  Admission a;
+  a.workload_id = w.id;
+  if (cq) {
+    const QueueState& q = queues_.at(*cq);
+    Choice c = AssignFlavors(q, w);
+    if (c.fit != Fit::kNoFit) a = c.admission;
+    a.cluster_queue = *cq;
+    tree_.AddUsage(q.node, a.usage);
+  }
+  admitted_[w.id] = a;
+}
+
 Status AdmissionEngine::Submit(const Workload& w) {
   PendingInfo why;
   auto cq = ClusterQueueOf(w, &why);

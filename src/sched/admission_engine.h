@@ -50,6 +50,12 @@ class AdmissionEngine {
   // Queues a workload (by its LocalQueue) or reports why it never can run:
   // FailedPrecondition with NoMatchingFlavor / ExceedsMaxQuota details.
   Status Submit(const Workload& workload);
+  // The refusal Submit would give, without queueing anything.
+  Status CheckFeasible(const Workload& workload) const;
+  // Records an admission that already happened (after a restart): the
+  // workload holds quota on the flavors assignment would pick, whether or
+  // not they are free now.
+  void Restore(const Workload& workload);
   // Forgets a pending workload, or releases an admitted one's quota.
   void Remove(const std::string& workload_id);
   void SetHeld(const std::string& workload_id, bool held);
@@ -59,6 +65,8 @@ class AdmissionEngine {
 
   std::optional<PendingInfo> Why(const std::string& workload_id) const;
   bool IsAdmitted(const std::string& workload_id) const { return admitted_.count(workload_id) > 0; }
+  bool IsKnown(const std::string& workload_id) const { return workloads_.count(workload_id) > 0; }
+  const KueueConfig& config() const { return config_; }
   const QuotaTree& quota() const { return tree_; }
   std::optional<QuotaTree::NodeId> ClusterQueueNode(const std::string& name) const;
   // The ClusterQueue a workload goes to, or the reason it has none.

@@ -84,7 +84,63 @@ JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runn
       options_(std::move(options)),
       publisher_(publisher),
       gpu_busy_(static_cast<size_t>(options_.capacity.gpus), false),
-      cpu_load_(options_.cpu_ids.size(), 0) {}
+      cpu_load_(options_.cpu_ids.size(), 0) {
+  engine_.Configure(options_.kueue);
+}
+
+sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity) {
+  sched::KueueConfig c;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  sched::ClusterQueue cq;
+  cq.name = "default";
+  cq.namespace_selector_all = true;
+  cq.resource_groups = {{{"cpu", "memory", "nvidia.com/gpu"},
+                         {{"default",
+                           {{"cpu", Quantity::FromMilli(capacity.cpus_milli), std::nullopt, std::nullopt},
+                            {"memory", Quantity::FromUnits(capacity.memory_bytes, Quantity::Format::kBinary),
+                             std::nullopt, std::nullopt},
+                            {"nvidia.com/gpu", Quantity::FromUnits(capacity.gpus), std::nullopt, std::nullopt}}}}}};
+  c.cluster_queues = {cq};
+  c.local_queues = {{"default", "default", "default", "None"}};
+  return c;
+}
+
+Result<sched::Workload> JobManager::ToWorkload(const Job& job) const {
+  const spec::JobSpec& s = job.spec;
+  sched::Workload w;
+  w.id = job.rec.id;
+  w.namespace_ = job.rec.workspace;
+  w.local_queue = job.rec.queue;
+  w.seq = job.rec.seq;
+  if (!s.priority.empty()) {
+    bool found = false;
+    for (const auto& pc : engine_.config().priority_classes) {
+      if (pc.name == s.priority) {
+        w.priority = pc.value;
+        found = true;
+      }
+    }
+    if (!found) {
+      return NotFoundError(fmt::format("WorkloadPriorityClass \"{}\" does not exist (see tau admin get "
+                                       "WorkloadPriorityClass)", s.priority));
+    }
+  }
+  w.per_pod = {{"cpu", s.compute.cpus.milli()}, {"memory", s.compute.memory.milli()}};
+  if (s.compute.gpus > 0) {
+    w.per_pod["nvidia.com/gpu"] = s.compute.gpus * 1000;
+    w.tolerated_taints["nvidia.com/gpu"] = true;
+  }
+  w.count = s.compute.workers;
+  if (s.compute.gpu_class != "any") w.node_selector["taugrid.io/gpu-class"] = s.compute.gpu_class;
+  return w;
+}
+
+void JobManager::SetWaitingReason(Job& job, const std::string& reason, const std::string& message) {
+  if (job.rec.reason == reason && job.rec.message == message) return;
+  job.rec.reason = reason;
+  job.rec.message = message;
+  if (Status st = SaveJob(job); !st.ok()) LogStoreFailure(job, st);
+}
 
 int64_t JobManager::NowMs() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(clock_->Now().time_since_epoch()).count();
@@ -142,6 +198,15 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   }
   sched::Resources request = RequestOf(spec);
   TAU_RETURN_IF_ERROR(policy_->CheckFeasible(request, options_.capacity));
+  {
+    Job probe;
+    probe.spec = spec;
+    probe.rec.id = "j_probe";
+    probe.rec.workspace = spec.workspace;
+    probe.rec.queue = spec.queue;
+    TAU_ASSIGN_OR_RETURN(sched::Workload w, ToWorkload(probe));
+    TAU_RETURN_IF_ERROR(engine_.CheckFeasible(w));
+  }
   // depends_on: names mean the newest job of that name now.
   std::vector<std::string> dependency_ids;
   for (const std::string& dep : spec.depends_on) {
@@ -234,6 +299,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
     TAU_RETURN_IF_ERROR(SaveJob(*job));
     TAU_RETURN_IF_ERROR(AppendEvent(*job, "Cancelled", "Cancelled", job->rec.message));
     TAU_RETURN_IF_ERROR(txn.Commit());
+    engine_.Remove(job->rec.id);
     ScheduleAdmission();  // jobs that depend on it fail now
   } else if (!job->rec.cancel_requested) {
     job->rec.cancel_requested = true;
@@ -347,18 +413,46 @@ JobManager::Dependencies JobManager::CheckDependencies(Job& job) {
 }
 
 void JobManager::RunAdmission() {
-  std::vector<sched::PendingJob> pending;
+  // Queued jobs whose dependencies allow it enter the engine's queues.
   // In submission order, so a job failed here fails its dependents (which
   // were submitted later) in the same pass.
   for (const auto& [seq, job] : jobs_by_seq_) {
     if (job->rec.state != JobState::kQueued) continue;
     if (CheckDependencies(*job) != Dependencies::kReady) continue;
-    pending.push_back({job->rec.id, job->request});
+    if (engine_.IsKnown(job->rec.id)) continue;
+    auto w = ToWorkload(*job);
+    Status st = w.ok() ? engine_.Submit(*w) : w.status();
+    // The configuration changed since it was accepted: it waits until the
+    // queue, class or quota it needs exists again.
+    if (!st.ok()) SetWaitingReason(*job, st.code() == StatusCode::kNotFound ? "QueueNotFound" : "ExceedsMaxQuota",
+                                   st.message());
   }
-  if (pending.empty()) return;
+  // Kueue's quota decides the order; the machine's free capacity is a hard
+  // bound on top of it (quota may promise more than exists).
   sched::Resources free = options_.capacity;
   free -= used_;
-  for (const std::string& id : policy_->Admit(pending, free)) StartAttempt(*jobs_by_id_[id]);
+  for (const sched::Admission& a : engine_.Schedule()) {
+    Job& job = *jobs_by_id_[a.workload_id];
+    if (!job.request.FitsIn(free)) {
+      engine_.Remove(job.rec.id);  // back to the queue (same place: ordered by priority and seq)
+      SetWaitingReason(job, "WaitingForResources",
+                       fmt::format("quota admits it, but the machine has {} free and it needs {}",
+                                   sched::Describe(free), sched::Describe(job.request)));
+      continue;
+    }
+    free -= job.request;
+    StartAttempt(job);
+  }
+  for (const auto& [seq, job] : jobs_by_seq_) {
+    if (job->rec.state != JobState::kQueued || !engine_.IsKnown(job->rec.id)) continue;
+    if (auto why = engine_.Why(job->rec.id)) {
+      std::string message = why->message;
+      if (why->position > 0) message += fmt::format(" (position {} in its queue)", why->position);
+      if (job->rec.reason != "WaitingForResources" || why->reason != "WaitingForQuota") {
+        SetWaitingReason(*job, why->reason, message);
+      }
+    }
+  }
 }
 
 // What rank `rank` of attempt `attempt` runs. A gang (workers > 1) or a
@@ -568,6 +662,7 @@ void JobManager::StopRanks(Job& job) {
 }
 
 void JobManager::Release(Job& job) {
+  engine_.Remove(job.rec.id);  // its quota, or its place in a queue
   if (job.holds_resources) {
     used_ -= job.request;
     for (int g : job.gpu_indexes) gpu_busy_[static_cast<size_t>(g)] = false;

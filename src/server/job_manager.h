@@ -14,6 +14,7 @@
 #include "common/tau_home.h"
 #include "exec/cgroup.h"
 #include "exec/shim_launcher.h"
+#include "sched/admission_engine.h"
 #include "sched/admission_policy.h"
 #include "server/attempt_runner.h"
 #include "server/state_view.h"
@@ -45,7 +46,15 @@ struct JobManagerOptions {
   // Without cgroups, ranks are pinned to ceil(cpus) of these CPUs (the
   // least loaded ones) and get RLIMIT_DATA = their memory. Empty: no pinning.
   std::vector<int> cpu_ids;
+  // The Kueue configuration the admission engine enforces (quotas,
+  // queues, priorities); the machine's capacity stays a hard bound on top.
+  sched::KueueConfig kueue;
 };
+
+// The default Kueue configuration of a fresh install: ResourceFlavor
+// "default", ClusterQueue "default" covering the whole machine (cpu, memory,
+// nvidia.com/gpu), LocalQueue "default" in workspace "default".
+sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity);
 
 // The job state machine (docs/states.md). Owned by the control-loop thread:
 // every method must be called on it. Each change is committed to the store
@@ -104,6 +113,11 @@ class JobManager {
   static sched::Resources RequestOf(const spec::JobSpec& spec);
 
   Result<Job*> Find(const std::string& id_or_name);
+  // The job as the admission engine sees it; NotFound when its priority
+  // class does not exist.
+  Result<sched::Workload> ToWorkload(const Job& job) const;
+  // Updates a queued job's reason and message (persisted, no event).
+  void SetWaitingReason(Job& job, const std::string& reason, const std::string& message);
   // Created by the runtime.pip wrapper when installing failed.
   std::string SetupFailedMarker(const std::string& id, int64_t attempt, int rank) const;
   int64_t NowMs() const;
@@ -144,6 +158,7 @@ class JobManager {
   std::unordered_map<std::string, Job*> jobs_by_id_;
   std::unordered_map<uint64_t, std::pair<Job*, int>> jobs_by_token_;  // token -> job, rank
   bool admission_scheduled_ = false;
+  sched::AdmissionEngine engine_;
   int64_t next_seq_ = 1;
   uint64_t next_token_ = 1;
   int64_t version_ = 0;

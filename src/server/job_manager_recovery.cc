@@ -67,6 +67,7 @@ Status JobManager::Recover() {
     }
     used_ += job.request;
     job.holds_resources = true;
+    if (auto w = ToWorkload(job); w.ok()) engine_.Restore(*w);
 
     // Each rank: a live shim (it holds its lock), an exit status, or neither.
     const int workers = static_cast<int>(job.spec.compute.workers);

@@ -84,6 +84,7 @@ class JobManagerTest : public ::testing::Test {
   std::unique_ptr<JobManager> Manager(FakeRunner* runner) {
     JobManagerOptions options;
     options.capacity = {2000, int64_t{4} << 30, 0};
+    options.kueue = DefaultKueueConfig(options.capacity);
     return std::make_unique<JobManager>(home(), store_.get(), runner, &policy_, &clock_, options, &publisher_);
   }
   SubmitRequest Request(const std::string& body) {
@@ -283,6 +284,7 @@ TEST_F(JobManagerTest, EachRankGetsACgroupLeafAndAnOomKillIsNamed) {
   exec::Cgroup2Driver cgroups(cgroupfs);
   JobManagerOptions options;
   options.capacity = {2000, int64_t{4} << 30, 0};
+  options.kueue = DefaultKueueConfig(options.capacity);
   options.cgroups = &cgroups;
   FakeRunner runner;
   JobManager jobs(home(), store_.get(), &runner, &policy_, &clock_, options, &publisher_);
@@ -308,6 +310,7 @@ TEST_F(JobManagerTest, EachRankGetsACgroupLeafAndAnOomKillIsNamed) {
 TEST_F(JobManagerTest, WithoutCgroupsRanksArePinnedToTheLeastLoadedCpus) {
   JobManagerOptions options;
   options.capacity = {2000, int64_t{4} << 30, 0};
+  options.kueue = DefaultKueueConfig(options.capacity);
   options.cpu_ids = {4, 7};  // the CPUs this daemon may use
   FakeRunner runner;
   JobManager jobs(home(), store_.get(), &runner, &policy_, &clock_, options, &publisher_);
