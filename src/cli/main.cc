@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "cli/admin_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
 #include "cli/spec_commands.h"
@@ -133,6 +134,42 @@ int Main(int argc, char** argv) {
   auto* prune_cmd = app.add_subcommand("prune", "Remove finished jobs older than a duration");
   prune_cmd->add_option("--older-than", prune_age, "e.g. 7d, 12h")->required();
   prune_cmd->callback([&] { exit_code = RunPrune(prune_age); });
+
+  auto* admin_cmd = app.add_subcommand("admin", "Platform configuration: Kueue objects (quotas, queues, priorities)");
+  admin_cmd->require_subcommand(1);
+  std::vector<std::string> apply_files;
+  auto* apply_cmd = admin_cmd->add_subcommand("apply", "Create or update Kueue objects from manifests (like kubectl apply)");
+  apply_cmd->add_option("-f,--filename", apply_files, "Manifest files")->required();
+  apply_cmd->callback([&] { exit_code = RunAdminApply(apply_files); });
+  std::string get_kind, get_name;
+  auto* get_cmd = admin_cmd->add_subcommand("get", "Print the configuration as Kueue YAML");
+  get_cmd->add_option("KIND", get_kind, "ResourceFlavor, ClusterQueue, Cohort, LocalQueue or WorkloadPriorityClass");
+  get_cmd->add_option("NAME", get_name, "Object name");
+  get_cmd->callback([&] { exit_code = RunAdminGet(get_kind, get_name); });
+  std::string delete_kind, delete_name, delete_ns;
+  auto* delete_cmd = admin_cmd->add_subcommand("delete", "Delete a Kueue object");
+  delete_cmd->add_option("KIND", delete_kind, "Object kind")->required();
+  delete_cmd->add_option("NAME", delete_name, "Object name")->required();
+  delete_cmd->add_option("-n,--workspace", delete_ns, "Workspace of a LocalQueue (default: default)");
+  delete_cmd->callback([&] { exit_code = RunAdminDelete(delete_kind, delete_name, delete_ns); });
+
+  std::string queues_output;
+  auto* queues_cmd = app.add_subcommand("queues", "Quota, usage and borrowing of every queue");
+  queues_cmd->add_option("-o,--output", queues_output, "Output format")->check(CLI::IsMember({"json"}));
+  queues_cmd->callback([&] { exit_code = RunQueues(queues_output); });
+
+  std::string why_job;
+  auto* why_cmd = app.add_subcommand("why", "Why a job waits: its pending reason and place in its queue");
+  why_cmd->add_option("JOB", why_job, "Job id or name")->required();
+  why_cmd->callback([&] { exit_code = RunWhy(why_job); });
+
+  std::vector<std::string> hold_jobs, release_jobs;
+  auto* hold_cmd = app.add_subcommand("hold", "Keep queued jobs in their place without admitting them");
+  hold_cmd->add_option("JOB", hold_jobs, "Job ids or names")->required();
+  hold_cmd->callback([&] { exit_code = RunHold(hold_jobs, true); });
+  auto* release_cmd = app.add_subcommand("release", "Let held jobs be admitted again");
+  release_cmd->add_option("JOB", release_jobs, "Job ids or names")->required();
+  release_cmd->callback([&] { exit_code = RunHold(release_jobs, false); });
 
   auto* server_cmd = app.add_subcommand("server", "Start, stop or inspect the local taugridd");
   server_cmd->require_subcommand(1);

@@ -15,6 +15,7 @@
 #include "common/duration.h"
 #include "common/log.h"
 #include "evidence/snapshot.h"
+#include "render/kueue_config.h"
 #include "server/job_json.h"
 #include "store/job_store.h"
 
@@ -289,6 +290,61 @@ class ApiServer::Impl {
       if (!removed.ok()) return SendError(res, removed.error());
       SendJson(res, {{"removed", *removed}});
     });
+
+    // Kueue configuration.
+    server_.Post("/api/v1/admin/apply", [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.body.size() > (size_t{4} << 20)) return SendError(res, InvalidArgumentError("manifests larger than 4 MiB"));
+      json body = json::parse(req.body, nullptr, false);
+      if (!body.is_object() || !body.contains("manifests") || !body["manifests"].is_string()) {
+        return SendError(res, InvalidArgumentError("expected {\"manifests\": \"<YAML>\", \"file\": \"name\"}"));
+      }
+      std::string text = body["manifests"].get<std::string>();
+      std::string file = body.value("file", "manifests");
+      // Decode here first so errors name the user's file and positions.
+      render::DecodedKueueConfig decoded;
+      spec::Diagnostics diags;
+      bool ok = render::DecodeKueueManifests(text, file, &decoded, &diags);
+      json warnings = json::array();
+      for (const auto& d : diags.Sorted()) {
+        if (d.severity == spec::Severity::kWarning) warnings.push_back(spec::FormatDiagnostic(d));
+      }
+      if (!ok) return SendError(res, InvalidArgumentError(diags.Format()));
+      auto changes = loop_->Call([&] { return jobs_->ApplyKueue(text, {}); });
+      if (!changes.ok()) return SendError(res, changes.error());
+      SendJson(res, {{"changes", *changes}, {"warnings", warnings}});
+    });
+    server_.Get("/api/v1/admin/objects", [this](const httplib::Request& req, httplib::Response& res) {
+      auto objects = loop_->Call([&] { return jobs_->KueueObjects(); });
+      std::string kind = req.get_param_value("kind"), name = req.get_param_value("name");
+      json out = json::array();
+      for (const auto& o : objects) {
+        if (!kind.empty() && o.kind != kind) continue;
+        if (!name.empty() && o.name != name) continue;
+        out.push_back(json::parse(o.json));
+      }
+      SendJson(res, {{"objects", out}});
+    });
+    server_.Delete(R"(/api/v1/admin/objects/([^/]+)/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      KueueObjectKey key{req.matches[1], req.get_param_value("namespace"), req.matches[2]};
+      auto changes = loop_->Call([&] { return jobs_->ApplyKueue("", {key}); });
+      if (!changes.ok()) return SendError(res, changes.error());
+      SendJson(res, {{"changes", *changes}});
+    });
+    server_.Get("/api/v1/queues", [this](const httplib::Request&, httplib::Response& res) {
+      std::string text = loop_->Call([&] { return jobs_->QueuesJson(); });
+      res.status = 200;
+      res.set_content(text, "application/json");
+    });
+    for (const char* action : {"hold", "release"}) {
+      const bool hold = std::string(action) == "hold";
+      server_.Post(std::string(R"(/api/v1/jobs/([^/]+)/)") + action,
+                   [this, hold](const httplib::Request& req, httplib::Response& res) {
+                     std::string id = req.matches[1];
+                     auto job = loop_->Call([&] { return jobs_->SetHeld(id, hold); });
+                     if (!job.ok()) return SendError(res, job.error());
+                     SendJson(res, JobToJson(**job));
+                   });
+    }
 
     server_.Get(R"(/api/v1/jobs/([^/]+)/logs)", [this](const httplib::Request& req, httplib::Response& res) { Logs(req, res); });
     server_.Get("/api/v1/events", [this](const httplib::Request& req, httplib::Response& res) {

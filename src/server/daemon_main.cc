@@ -168,6 +168,7 @@ int Main(int argc, char** argv) {
   JobManagerOptions options;
   options.capacity = capacity;
   options.kueue = DefaultKueueConfig(capacity);
+  options.default_manifests = DefaultKueueManifests(capacity);
   for (const auto& g : *gpus) options.gpu_uuids.push_back(g.uuid);
   for (char** e = environ; *e; ++e) {
     if (std::strncmp(*e, "TAU_", 4) != 0) options.base_env.emplace_back(*e);

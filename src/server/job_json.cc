@@ -51,6 +51,7 @@ json JobToJson(const JobView& v) {
           {"attempt", j.attempt},
           {"attempts", attempts},
           {"cancel_requested", j.cancel_requested},
+          {"held", j.held},
           {"resources",
            {{"workers", v.workers},
             {"gpus", v.gpus},

@@ -1,5 +1,6 @@
 #include "server/job_manager.h"
 #include "server/pip_env.h"
+#include "render/kueue_config.h"
 
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -103,6 +104,200 @@ sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity) {
   c.cluster_queues = {cq};
   c.local_queues = {{"default", "default", "default", "None"}};
   return c;
+}
+
+std::string DefaultKueueManifests(const sched::Resources& capacity) {
+  return fmt::format(R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: default
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: default
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: default
+      resources:
+      - name: cpu
+        nominalQuota: "{}"
+      - name: memory
+        nominalQuota: "{}"
+      - name: nvidia.com/gpu
+        nominalQuota: "{}"
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  namespace: default
+  name: default
+spec:
+  clusterQueue: default
+)",
+                     Quantity::FromMilli(capacity.cpus_milli).ToString(),
+                     Quantity::FromUnits(capacity.memory_bytes, Quantity::Format::kBinary).ToString(), capacity.gpus);
+}
+
+Result<sched::KueueConfig> JobManager::DecodeObjects(const std::vector<store::KueueObjectRecord>& objects) {
+  std::string text;
+  for (const auto& o : objects) text += o.json + "\n---\n";
+  render::DecodedKueueConfig decoded;
+  spec::Diagnostics diags;
+  if (!render::DecodeKueueManifests(text, "configuration", &decoded, &diags)) {
+    return InvalidArgumentError(diags.Format());
+  }
+  return decoded.config;
+}
+
+Status JobManager::LoadKueue() {
+  TAU_ASSIGN_OR_RETURN(kueue_objects_, store_->LoadKueueObjects());
+  TAU_ASSIGN_OR_RETURN(std::string version, store_->Setting("kueue_config_version"));
+  if (kueue_objects_.empty() && version.empty() && !options_.default_manifests.empty()) {
+    render::DecodedKueueConfig decoded;
+    spec::Diagnostics diags;
+    if (!render::DecodeKueueManifests(options_.default_manifests, "default configuration", &decoded, &diags)) {
+      return InternalError(diags.Format());
+    }
+    for (const auto& o : decoded.objects) kueue_objects_.push_back({o.kind, o.namespace_, o.name, o.json});
+    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+    TAU_RETURN_IF_ERROR(store_->ReplaceKueueObjects(kueue_objects_));
+    TAU_RETURN_IF_ERROR(store_->SetSetting("kueue_config_version", "1"));
+    TAU_RETURN_IF_ERROR(txn.Commit());
+  }
+  if (kueue_objects_.empty() && version.empty()) return Status::Ok();  // keep options_.kueue
+  TAU_ASSIGN_OR_RETURN(sched::KueueConfig config, DecodeObjects(kueue_objects_));
+  engine_.Configure(config);
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> JobManager::ApplyKueue(const std::string& upserts,
+                                                        const std::vector<KueueObjectKey>& deletes) {
+  render::DecodedKueueConfig decoded;
+  spec::Diagnostics diags;
+  if (!upserts.empty() && !render::DecodeKueueManifests(upserts, "manifests", &decoded, &diags)) {
+    return InvalidArgumentError(diags.Format());
+  }
+  std::vector<store::KueueObjectRecord> objects = kueue_objects_;
+  std::vector<std::string> changes;
+  auto find = [&](const std::string& kind, const std::string& ns, const std::string& name) {
+    return std::find_if(objects.begin(), objects.end(), [&](const store::KueueObjectRecord& o) {
+      return o.kind == kind && o.namespace_ == ns && o.name == name;
+    });
+  };
+  for (const auto& o : decoded.objects) {
+    auto it = find(o.kind, o.namespace_, o.name);
+    std::string label = o.namespace_.empty() ? fmt::format("{}/{}", o.kind, o.name)
+                                             : fmt::format("{}/{}/{}", o.kind, o.namespace_, o.name);
+    if (it == objects.end()) {
+      objects.push_back({o.kind, o.namespace_, o.name, o.json});
+      changes.push_back(label + " created");
+    } else if (it->json != o.json) {
+      it->json = o.json;
+      changes.push_back(label + " configured");
+    } else {
+      changes.push_back(label + " unchanged");
+    }
+  }
+  for (const auto& key : deletes) {
+    std::string ns = key.kind == "LocalQueue" && key.namespace_.empty() ? "default" : key.namespace_;
+    auto it = find(key.kind, key.kind == "LocalQueue" ? ns : "", key.name);
+    if (it == objects.end()) return NotFoundError(fmt::format("no {} named \"{}\"", key.kind, key.name));
+    objects.erase(it);
+    changes.push_back(fmt::format("{}/{} deleted", key.kind, key.name));
+  }
+  TAU_ASSIGN_OR_RETURN(sched::KueueConfig config, DecodeObjects(objects));
+  TAU_ASSIGN_OR_RETURN(std::string version, store_->Setting("kueue_config_version"));
+  {
+    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+    TAU_RETURN_IF_ERROR(store_->ReplaceKueueObjects(objects));
+    TAU_RETURN_IF_ERROR(store_->SetSetting("kueue_config_version", std::to_string(std::atoll(version.c_str()) + 1)));
+    TAU_RETURN_IF_ERROR(txn.Commit());
+  }
+  kueue_objects_ = std::move(objects);
+  engine_.Configure(config);
+  ScheduleAdmission();
+  Publish();
+  return changes;
+}
+
+std::string JobManager::QueuesJson() const {
+  const sched::KueueConfig& config = engine_.config();
+  const sched::QuotaTree& tree = engine_.quota();
+  std::map<std::string, std::pair<int, int>> cq_counts, lq_counts;  // pending, admitted
+  for (const auto& [seq, job] : jobs_by_seq_) {
+    bool queued = job->rec.state == JobState::kQueued;
+    bool admitted = job->rec.state == JobState::kAdmitted || job->rec.state == JobState::kRunning;
+    if (!queued && !admitted) continue;
+    for (const auto& lq : config.local_queues) {
+      if (lq.namespace_ != job->rec.workspace || lq.name != job->rec.queue) continue;
+      auto& c = cq_counts[lq.cluster_queue];
+      auto& l = lq_counts[lq.namespace_ + "/" + lq.name];
+      (queued ? c.first : c.second)++;
+      (queued ? l.first : l.second)++;
+    }
+  }
+  auto amount = [](const std::string& resource, int64_t milli) {
+    return resource == "memory" ? Quantity::FromUnits(milli / 1000, Quantity::Format::kBinary).ToString()
+                                : Quantity::FromMilli(milli).ToString();
+  };
+  nlohmann::json cqs = nlohmann::json::array();
+  for (const auto& cq : config.cluster_queues) {
+    auto node = engine_.ClusterQueueNode(cq.name);
+    nlohmann::json resources = nlohmann::json::array();
+    for (const auto& g : cq.resource_groups) {
+      for (const auto& f : g.flavors) {
+        for (const auto& r : f.resources) {
+          sched::FlavorResource fr{f.name, r.name};
+          resources.push_back({{"flavor", f.name},
+                               {"resource", r.name},
+                               {"nominal", amount(r.name, r.nominal_quota.milli())},
+                               {"used", node ? amount(r.name, tree.Usage(*node, fr)) : "0"},
+                               {"borrowed", node ? amount(r.name, tree.Borrowed(*node, fr)) : "0"}});
+        }
+      }
+    }
+    auto counts = cq_counts[cq.name];
+    cqs.push_back({{"name", cq.name},
+                   {"cohort", cq.cohort_name},
+                   {"queueing_strategy", cq.queueing_strategy},
+                   {"pending", counts.first},
+                   {"admitted", counts.second},
+                   {"resources", resources}});
+  }
+  nlohmann::json lqs = nlohmann::json::array();
+  for (const auto& lq : config.local_queues) {
+    auto counts = lq_counts[lq.namespace_ + "/" + lq.name];
+    lqs.push_back({{"workspace", lq.namespace_},
+                   {"name", lq.name},
+                   {"cluster_queue", lq.cluster_queue},
+                   {"pending", counts.first},
+                   {"admitted", counts.second}});
+  }
+  return nlohmann::json({{"cluster_queues", cqs}, {"local_queues", lqs}}).dump();
+}
+
+Result<std::shared_ptr<const JobView>> JobManager::SetHeld(const std::string& id_or_name, bool held) {
+  TAU_ASSIGN_OR_RETURN(Job * job, Find(id_or_name));
+  if (job->rec.state != JobState::kQueued) {
+    return FailedPreconditionError(fmt::format("job {} is {}; only queued jobs can be {}", job->rec.id,
+                                               store::JobStateName(job->rec.state), held ? "held" : "released"));
+  }
+  if (job->rec.held != held) {
+    job->rec.held = held;
+    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+    TAU_RETURN_IF_ERROR(SaveJob(*job));
+    TAU_RETURN_IF_ERROR(AppendEvent(*job, held ? "Held" : "Released", "", held ? "kept in its queue, not admitted"
+                                                                               : "may be admitted again"));
+    TAU_RETURN_IF_ERROR(txn.Commit());
+  }
+  engine_.SetHeld(job->rec.id, held);
+  ScheduleAdmission();
+  Publish();
+  return job->view;
 }
 
 Result<sched::Workload> JobManager::ToWorkload(const Job& job) const {
@@ -422,6 +617,7 @@ void JobManager::RunAdmission() {
     if (engine_.IsKnown(job->rec.id)) continue;
     auto w = ToWorkload(*job);
     Status st = w.ok() ? engine_.Submit(*w) : w.status();
+    if (st.ok() && job->rec.held) engine_.SetHeld(job->rec.id, true);
     // The configuration changed since it was accepted: it waits until the
     // queue, class or quota it needs exists again.
     if (!st.ok()) SetWaitingReason(*job, st.code() == StatusCode::kNotFound ? "QueueNotFound" : "ExceedsMaxQuota",

@@ -49,6 +49,19 @@ struct JobManagerOptions {
   // The Kueue configuration the admission engine enforces (quotas,
   // queues, priorities); the machine's capacity stays a hard bound on top.
   sched::KueueConfig kueue;
+  // Kueue manifests stored on a fresh install (Recover), when the store
+  // holds no configuration yet. Empty: keep `kueue` unstored.
+  std::string default_manifests;
+};
+
+// The manifests of the default configuration (see DefaultKueueConfig).
+std::string DefaultKueueManifests(const sched::Resources& capacity);
+
+// One object of the Kueue configuration, by kind, workspace and name.
+struct KueueObjectKey {
+  std::string kind;
+  std::string namespace_;
+  std::string name;
 };
 
 // The default Kueue configuration of a fresh install: ResourceFlavor
@@ -79,6 +92,21 @@ class JobManager {
   Status Remove(const std::string& id_or_name);
   // Removes finished jobs that ended more than `age` ago; returns their ids.
   Result<std::vector<std::string>> Prune(std::chrono::milliseconds age);
+
+  // Upserts (by kind, namespace and name, like kubectl apply) and deletes
+  // Kueue objects, validates the result as a whole and, when it holds,
+  // stores it (a new configuration version) and admits against it.
+  // `upserts` is manifest text already checked by DecodeKueueManifests.
+  Result<std::vector<std::string>> ApplyKueue(const std::string& upserts, const std::vector<KueueObjectKey>& deletes);
+  // Stored objects as JSON, optionally of one kind and name.
+  std::vector<store::KueueObjectRecord> KueueObjects() const { return kueue_objects_; }
+
+  // Per ClusterQueue: quota, usage and borrowing per flavor and resource,
+  // and pending/admitted counts; per LocalQueue: counts. JSON text.
+  std::string QueuesJson() const;
+
+  // Keeps a queued job in its place without admitting it, or lets it go.
+  Result<std::shared_ptr<const JobView>> SetHeld(const std::string& id_or_name, bool held);
 
   // The shim behind `token` is gone.
   void OnShimExit(uint64_t token);
@@ -159,6 +187,10 @@ class JobManager {
   std::unordered_map<uint64_t, std::pair<Job*, int>> jobs_by_token_;  // token -> job, rank
   bool admission_scheduled_ = false;
   sched::AdmissionEngine engine_;
+  std::vector<store::KueueObjectRecord> kueue_objects_;
+  // Decodes stored objects into a configuration.
+  static Result<sched::KueueConfig> DecodeObjects(const std::vector<store::KueueObjectRecord>& objects);
+  Status LoadKueue();
   int64_t next_seq_ = 1;
   uint64_t next_token_ = 1;
   int64_t version_ = 0;

@@ -17,6 +17,7 @@ using store::AttemptState;
 using store::JobState;
 
 Status JobManager::Recover() {
+  TAU_RETURN_IF_ERROR(LoadKueue());
   TAU_ASSIGN_OR_RETURN(std::vector<store::JobRecord> records, store_->LoadJobs());
   TAU_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store_->LoadAttempts());
   std::unordered_map<std::string, std::vector<AttemptRecord>> by_job;

@@ -42,7 +42,7 @@ namespace {
 constexpr char kJobColumns[] =
     "id, seq, name, workspace, queue, state, reason, message, exit_code, attempt, spec_json, "
     "spec_sha256, snapshot_digest, submit_command, cancel_requested, created_at, admitted_at, "
-    "started_at, finished_at, depends_on, secret_env";
+    "started_at, finished_at, depends_on, secret_env, held";
 
 void BindJob(Statement& st, const JobRecord& j) {
   st.Bind(1, j.id).Bind(2, j.seq).Bind(3, j.name).Bind(4, j.workspace).Bind(5, j.queue)
@@ -51,7 +51,7 @@ void BindJob(Statement& st, const JobRecord& j) {
       .Bind(13, j.snapshot_digest).Bind(14, j.submit_command)
       .Bind(15, int64_t{j.cancel_requested ? 1 : 0}).Bind(16, j.created_at)
       .Bind(17, j.admitted_at).Bind(18, j.started_at).Bind(19, j.finished_at).Bind(20, j.depends_on)
-      .Bind(21, j.secret_env);
+      .Bind(21, j.secret_env).Bind(22, int64_t{j.held ? 1 : 0});
 }
 
 }  // namespace
@@ -59,7 +59,7 @@ void BindJob(Statement& st, const JobRecord& j) {
 Status JobStore::InsertJob(const JobRecord& job) {
   TAU_ASSIGN_OR_RETURN(Statement st,
                        db_->Prepare(fmt::format("INSERT INTO jobs ({}) VALUES "
-                                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                                 kJobColumns)));
   BindJob(st, job);
   return st.Run();
@@ -71,7 +71,7 @@ Status JobStore::UpdateJob(const JobRecord& job) {
                                     "state=?6, reason=?7, message=?8, exit_code=?9, attempt=?10, "
                                     "spec_json=?11, spec_sha256=?12, snapshot_digest=?13, "
                                     "submit_command=?14, cancel_requested=?15, created_at=?16, "
-                                    "admitted_at=?17, started_at=?18, finished_at=?19, depends_on=?20, secret_env=?21 WHERE id=?1"));
+                                    "admitted_at=?17, started_at=?18, finished_at=?19, depends_on=?20, secret_env=?21, held=?22 WHERE id=?1"));
   BindJob(st, job);
   TAU_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() != 1) return NotFoundError(fmt::format("job {} is not in the database", job.id));
@@ -139,6 +139,7 @@ Result<std::vector<JobRecord>> JobStore::LoadJobs() {
     j.finished_at = st.OptionalInt(18);
     j.depends_on = st.Text(19);
     j.secret_env = st.Text(20);
+    j.held = st.Int(21) != 0;
     out.push_back(std::move(j));
   }
   return out;
@@ -170,6 +171,44 @@ Result<std::vector<AttemptRecord>> JobStore::LoadAttempts() {
     out.push_back(std::move(a));
   }
   return out;
+}
+
+Result<std::vector<KueueObjectRecord>> JobStore::LoadKueueObjects() {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT kind, namespace, name, json FROM kueue_objects "
+                                                  "ORDER BY rowid"));
+  std::vector<KueueObjectRecord> out;
+  while (true) {
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back({st.Text(0), st.Text(1), st.Text(2), st.Text(3)});
+  }
+  return out;
+}
+
+Status JobStore::ReplaceKueueObjects(const std::vector<KueueObjectRecord>& objects) {
+  TAU_RETURN_IF_ERROR(db_->Exec("DELETE FROM kueue_objects"));
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("INSERT INTO kueue_objects (kind, namespace, name, json) "
+                                                  "VALUES (?,?,?,?)"));
+  for (const auto& o : objects) {
+    st.Reset();
+    st.Bind(1, o.kind).Bind(2, o.namespace_).Bind(3, o.name).Bind(4, o.json);
+    TAU_RETURN_IF_ERROR(st.Run());
+  }
+  return Status::Ok();
+}
+
+Result<std::string> JobStore::Setting(const std::string& key) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT value FROM settings WHERE key = ?"));
+  st.Bind(1, key);
+  TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? st.Text(0) : std::string();
+}
+
+Status JobStore::SetSetting(const std::string& key, const std::string& value) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("INSERT INTO settings (key, value) VALUES (?, ?) "
+                                                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
+  st.Bind(1, key).Bind(2, value);
+  return st.Run();
 }
 
 Result<std::vector<EventRecord>> JobStore::LoadEvents(const std::string& job_id, int64_t after_id,

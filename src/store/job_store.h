@@ -33,6 +33,14 @@ class JobStore {
   // Events with id > after_id, oldest first; all jobs when job_id is empty.
   Result<std::vector<EventRecord>> LoadEvents(const std::string& job_id, int64_t after_id, int limit);
 
+  // The Kueue configuration objects, in the order applied; replacing
+  // writes the whole set (call inside a transaction).
+  Result<std::vector<KueueObjectRecord>> LoadKueueObjects();
+  Status ReplaceKueueObjects(const std::vector<KueueObjectRecord>& objects);
+  // Small named values ("" when unset): kueue_config_version, ...
+  Result<std::string> Setting(const std::string& key);
+  Status SetSetting(const std::string& key, const std::string& value);
+
   Result<Transaction> Begin() { return Transaction::Begin(db_.get()); }
   Database* db() { return db_.get(); }
 

@@ -60,6 +60,21 @@ ALTER TABLE jobs ADD COLUMN depends_on TEXT NOT NULL DEFAULT '';
     R"sql(
 ALTER TABLE jobs ADD COLUMN secret_env TEXT NOT NULL DEFAULT '';
 )sql",
+    // 4: Kueue configuration objects as applied, and held jobs.
+    R"sql(
+CREATE TABLE kueue_objects (
+  kind TEXT NOT NULL,
+  namespace TEXT NOT NULL DEFAULT '',
+  name TEXT NOT NULL,
+  json TEXT NOT NULL,
+  PRIMARY KEY (kind, namespace, name)
+) STRICT;
+CREATE TABLE settings (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) STRICT;
+ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 }  // namespace

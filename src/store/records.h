@@ -42,6 +42,7 @@ struct JobRecord {
   // Secret environment variables as a JSON object ("" for none); never
   // shown to anyone.
   std::string secret_env;
+  bool held = false;  // kept in its queue but not admitted (tau hold)
   int64_t created_at = 0;
   std::optional<int64_t> admitted_at;
   std::optional<int64_t> started_at;
@@ -63,6 +64,14 @@ struct AttemptRecord {
   std::string gpus;  // comma-separated GPU ids given to the attempt
   std::optional<int64_t> started_at;
   std::optional<int64_t> finished_at;
+};
+
+// A Kueue object as applied (tau admin apply), JSON.
+struct KueueObjectRecord {
+  std::string kind;
+  std::string namespace_;  // LocalQueue only
+  std::string name;
+  std::string json;
 };
 
 struct EventRecord {

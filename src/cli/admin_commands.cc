@@ -1,0 +1,172 @@
+#include "cli/admin_commands.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/api_client.h"
+#include "cli/connect.h"
+#include "cli/exit_codes.h"
+#include "cli/table.h"
+#include "cli/terminal.h"
+#include "render/kueue_config.h"
+#include "render/yaml_emitter.h"
+
+namespace tau::cli {
+using nlohmann::json;
+
+namespace {
+
+int Fail(const Status& st) {
+  std::fprintf(stderr, "tau: %s\n", st.message().c_str());
+  return kExitFailure;
+}
+
+Result<ApiClient> Client() {
+  TAU_ASSIGN_OR_RETURN(ServerEndpoint endpoint, ConnectToServer(true));
+  return ApiClient(endpoint);
+}
+
+}  // namespace
+
+int RunAdminApply(const std::vector<std::string>& files) {
+  // Check locally first: positioned errors without a server.
+  std::vector<std::pair<std::string, std::string>> texts;
+  bool bad = false;
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    if (!in) {
+      std::fprintf(stderr, "tau: cannot read %s: %s\n", file.c_str(), std::strerror(errno));
+      return kExitUsage;
+    }
+    std::stringstream buf;
+    buf << in.rdbuf();
+    render::DecodedKueueConfig decoded;
+    spec::Diagnostics diags;
+    if (!render::DecodeKueueManifests(buf.str(), file, &decoded, &diags)) bad = true;
+    for (const auto& d : diags.Sorted()) {
+      if (d.severity == spec::Severity::kError) std::fprintf(stderr, "%s\n", spec::FormatDiagnostic(d).c_str());
+    }
+    texts.emplace_back(file, buf.str());
+  }
+  if (bad) return kExitUsage;
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  for (const auto& [file, text] : texts) {
+    auto result = client->Post("/api/v1/admin/apply", {{"manifests", text}, {"file", file}});
+    if (!result.ok()) {
+      std::fprintf(stderr, "%s", result.error().message().c_str());
+      if (!result.error().message().ends_with("\n")) std::fprintf(stderr, "\n");
+      return result.error().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+    }
+    for (const json& w : (*result)["warnings"]) std::fprintf(stderr, "%s\n", w.get<std::string>().c_str());
+    for (const json& c : (*result)["changes"]) std::printf("%s\n", c.get<std::string>().c_str());
+  }
+  return kExitOk;
+}
+
+int RunAdminGet(const std::string& kind, const std::string& name) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  std::string path = "/api/v1/admin/objects?kind=" + UrlEscape(kind) + "&name=" + UrlEscape(name);
+  auto result = client->Get(path);
+  if (!result.ok()) return Fail(result.error());
+  const json& objects = (*result)["objects"];
+  if (objects.empty() && !name.empty()) {
+    std::fprintf(stderr, "tau: no %s named \"%s\"\n", kind.c_str(), name.c_str());
+    return kExitFailure;
+  }
+  bool first = true;
+  for (const json& o : objects) {
+    if (!first) std::printf("---\n");
+    first = false;
+    std::printf("%s", render::EmitYaml(o).c_str());
+  }
+  return kExitOk;
+}
+
+int RunAdminDelete(const std::string& kind, const std::string& name, const std::string& workspace) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  std::string path = "/api/v1/admin/objects/" + UrlEscape(kind) + "/" + UrlEscape(name);
+  if (!workspace.empty()) path += "?namespace=" + UrlEscape(workspace);
+  Status st = client->Delete(path);
+  if (!st.ok()) return Fail(st);
+  std::printf("%s/%s deleted\n", kind.c_str(), name.c_str());
+  return kExitOk;
+}
+
+int RunQueues(const std::string& output) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  auto result = client->Get("/api/v1/queues");
+  if (!result.ok()) return Fail(result.error());
+  if (output == "json") {
+    std::printf("%s\n", result->dump(2).c_str());
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const json& cq : (*result)["cluster_queues"]) {
+    bool first = true;
+    for (const json& r : cq["resources"]) {
+      rows.push_back({first ? cq.value("name", "") : "", first ? cq.value("cohort", "") : "",
+                      first ? std::to_string(cq.value("pending", 0)) : "",
+                      first ? std::to_string(cq.value("admitted", 0)) : "", r.value("flavor", ""),
+                      r.value("resource", ""), r.value("nominal", ""), r.value("used", ""), r.value("borrowed", "")});
+      first = false;
+    }
+  }
+  int width = TerminalWidth(stdout);
+  std::printf("%s", RenderTable({"CLUSTERQUEUE", "COHORT", "PENDING", "ADMITTED", "FLAVOR", "RESOURCE", "NOMINAL",
+                                 "USED", "BORROWED"},
+                                rows, width).c_str());
+  std::vector<std::vector<std::string>> lq_rows;
+  for (const json& lq : (*result)["local_queues"]) {
+    lq_rows.push_back({lq.value("workspace", ""), lq.value("name", ""), lq.value("cluster_queue", ""),
+                       std::to_string(lq.value("pending", 0)), std::to_string(lq.value("admitted", 0))});
+  }
+  std::printf("\n%s", RenderTable({"WORKSPACE", "LOCALQUEUE", "CLUSTERQUEUE", "PENDING", "ADMITTED"}, lq_rows, width).c_str());
+  return kExitOk;
+}
+
+int RunWhy(const std::string& id) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  auto job = client->Get("/api/v1/jobs/" + UrlEscape(id));
+  if (!job.ok()) return Fail(job.error());
+  std::string state = job->value("state", "");
+  std::string reason = job->value("reason", "");
+  std::string message = job->value("message", "");
+  std::printf("%s (%s) is %s", job->value("id", "").c_str(), job->value("name", "").c_str(), state.c_str());
+  if (job->value("held", false)) std::printf(", held");
+  std::printf(".\n");
+  if (state == "Queued") {
+    if (reason.empty()) std::printf("It is about to be admitted.\n");
+    else std::printf("%s: %s\n", reason.c_str(), message.c_str());
+  } else if (!reason.empty()) {
+    std::printf("%s: %s\n", reason.c_str(), message.c_str());
+  }
+  return kExitOk;
+}
+
+int RunHold(const std::vector<std::string>& jobs, bool hold) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  int rc = kExitOk;
+  for (const std::string& id : jobs) {
+    auto job = client->Post("/api/v1/jobs/" + UrlEscape(id) + (hold ? "/hold" : "/release"), json::object());
+    if (!job.ok()) {
+      std::fprintf(stderr, "tau: %s: %s\n", id.c_str(), job.error().message().c_str());
+      rc = kExitFailure;
+      continue;
+    }
+    std::printf("%s: %s\n", job->value("id", id).c_str(), hold ? "held" : "released");
+  }
+  return rc;
+}
+
+}  // namespace tau::cli

@@ -1,0 +1,146 @@
+// Kueue configuration through the control plane: tau admin apply/get/delete,
+// quota-limited admission with pending reasons, tau why, tau queues,
+// hold and release.
+
+#include <gmock/gmock.h>
+
+#include "daemon_fixture.h"
+
+namespace tau::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class QueueingTest : public DaemonTest {};
+
+constexpr char kOneCpuQueue[] = R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: small
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: default
+      resources:
+      - name: cpu
+        nominalQuota: 1
+      - name: memory
+        nominalQuota: 4Gi
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  namespace: default
+  name: small
+spec:
+  clusterQueue: small
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: high
+value: 1000
+)";
+
+TEST_F(QueueingTest, TheDefaultConfigurationIsThereAndPrintsAsKueueYaml) {
+  CommandResult r = Tau({"admin", "get"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("kind: ResourceFlavor\n"));
+  EXPECT_THAT(r.out, HasSubstr("kind: ClusterQueue\n"));
+  EXPECT_THAT(r.out, HasSubstr("kind: LocalQueue\n"));
+  EXPECT_THAT(Tau({"admin", "get", "ClusterQueue", "default"}).out, HasSubstr("nvidia.com/gpu"));
+}
+
+TEST_F(QueueingTest, KueuesOwnExampleSetupApplies) {
+  CommandResult r = Tau({"admin", "apply", "-f", SourcePath("tests/kueue/single-clusterqueue-setup.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ResourceFlavor/default-flavor created"));
+  EXPECT_THAT(r.out, HasSubstr("ClusterQueue/cluster-queue created"));
+  EXPECT_THAT(r.out, HasSubstr("LocalQueue/default/user-queue created"));
+  CommandResult again = Tau({"admin", "apply", "-f", SourcePath("tests/kueue/single-clusterqueue-setup.yaml")});
+  EXPECT_THAT(again.out, HasSubstr("ClusterQueue/cluster-queue unchanged"));
+  CommandResult gpu = Tau({"admin", "apply", "-f", SourcePath("tests/kueue/cohort-gpu-setup.yaml")});
+  EXPECT_EQ(gpu.exit_code, 0) << gpu.err;
+  EXPECT_THAT(gpu.err, HasSubstr("v1beta1 is deprecated"));
+  EXPECT_THAT(Tau({"admin", "get", "ClusterQueue", "team-b"}).out, HasSubstr("cohortName: research"));
+}
+
+TEST_F(QueueingTest, BadManifestsArePositionedErrorsAndChangeNothing) {
+  WriteFile("bad.yaml", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: x\nspec:\n  queueingStrategy: FIFO\n");
+  CommandResult r = Tau({"admin", "apply", "-f", "bad.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("bad.yaml:6:21: error: queueingStrategy: \"FIFO\" is not valid"));
+  EXPECT_EQ(Tau({"admin", "get", "ClusterQueue", "x"}).exit_code, 1);
+}
+
+TEST_F(QueueingTest, AOneCpuQueueRunsOneJobAndTellsWhyTheOthersWait) {
+  WriteFile("small.yaml", kOneCpuQueue);
+  ASSERT_EQ(Tau({"admin", "apply", "-f", "small.yaml"}).exit_code, 0);
+  std::string spec = WriteSpec("one.yaml",
+      "schema_version: 1\nname: one-cpu\nqueue: small\nrun:\n  entrypoint: 'sleep 30'\ncompute:\n  cpus: 1\n  memory: 256Mi\n");
+  std::string a = Submit(spec), b = Submit(spec), c = Submit(spec);
+  // Admission runs right after each submit is acknowledged.
+  ASSERT_TRUE(WaitForState(a, "Running"));
+  for (const std::string& id : {b, c}) {
+    ASSERT_TRUE(WaitUntil([&] { return Job(id)["reason"] == "WaitingForQuota"; })) << Job(id).dump();
+    EXPECT_EQ(Job(id)["state"], "Queued");
+  }
+  CommandResult why = Tau({"why", c});
+  EXPECT_THAT(why.out, HasSubstr("is Queued."));
+  EXPECT_THAT(why.out, HasSubstr("WaitingForQuota"));
+  EXPECT_THAT(why.out, HasSubstr("position 2"));
+  CommandResult queues = Tau({"queues", "-o", "json"});
+  nlohmann::json q = nlohmann::json::parse(queues.out);
+  bool found = false;
+  for (const auto& cq : q["cluster_queues"]) {
+    if (cq["name"] != "small") continue;
+    found = true;
+    EXPECT_EQ(cq["pending"], 2);
+    EXPECT_EQ(cq["admitted"], 1);
+    EXPECT_EQ(cq["resources"][0]["used"], "1");
+  }
+  EXPECT_TRUE(found) << queues.out;
+  EXPECT_THAT(Tau({"queues"}).out, HasSubstr("CLUSTERQUEUE"));
+  // Finishing the running one admits the next.
+  Tau({"cancel", a});
+  ASSERT_TRUE(WaitForState(b, "Running"));
+  EXPECT_EQ(Job(c)["state"], "Queued");
+}
+
+TEST_F(QueueingTest, HeldJobsKeepTheirPlaceAndPrioritiesOrderTheQueue) {
+  WriteFile("small.yaml", kOneCpuQueue);
+  ASSERT_EQ(Tau({"admin", "apply", "-f", "small.yaml"}).exit_code, 0);
+  std::string spec = WriteSpec("one.yaml",
+      "schema_version: 1\nname: w\nqueue: small\nrun:\n  entrypoint: 'sleep 30'\ncompute:\n  cpus: 1\n  memory: 256Mi\n");
+  std::string running = Submit(spec);
+  std::string low = Submit(spec);
+  std::string high = Submit(spec, {"--priority", "high"});
+  ASSERT_TRUE(WaitUntil([&] { return Tau({"why", high}).out.find("position 1") != std::string::npos; }));
+  ASSERT_EQ(Tau({"hold", high}).exit_code, 0);
+  EXPECT_THAT(Tau({"why", high}).out, HasSubstr("held"));
+  Tau({"cancel", running});
+  ASSERT_TRUE(WaitForState(low, "Running"));  // the held one kept its place but was passed over
+  EXPECT_EQ(Job(high)["state"], "Queued");
+  ASSERT_EQ(Tau({"release", high}).exit_code, 0);
+  Tau({"cancel", low});
+  ASSERT_TRUE(WaitForState(high, "Running"));
+  CommandResult unknown = Tau({"run", spec, "--priority", "urgent"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("WorkloadPriorityClass \"urgent\" does not exist"));
+}
+
+TEST_F(QueueingTest, DeletingObjectsAndUnknownQueues) {
+  CommandResult none = Tau({"run", WriteSpec("q.yaml", "schema_version: 1\nname: q\nqueue: nowhere\nrun:\n  entrypoint: 'true'\n")});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_THAT(none.err, HasSubstr("there is no LocalQueue \"nowhere\" in workspace \"default\""));
+  WriteFile("small.yaml", kOneCpuQueue);
+  ASSERT_EQ(Tau({"admin", "apply", "-f", "small.yaml"}).exit_code, 0);
+  EXPECT_EQ(Tau({"admin", "delete", "LocalQueue", "small"}).exit_code, 0);
+  EXPECT_EQ(Tau({"admin", "get", "LocalQueue", "small"}).exit_code, 1);
+  EXPECT_EQ(Tau({"admin", "delete", "LocalQueue", "small"}).exit_code, 1);
+}
+
+}  // namespace
+}  // namespace tau::testing
