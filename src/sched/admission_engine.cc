@@ -295,6 +295,7 @@ void AdmissionEngine::Remove(const std::string& id) {
   for (auto& [name, q] : queues_) std::erase(q.pending, id);
   workloads_.erase(id);
   held_.erase(id);
+  evicting_.erase(id);
   pending_info_.erase(id);
 }
 
@@ -345,9 +346,24 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       std::erase(first.queue->pending, first.workload->id);
       continue;
     }
-    // Nothing fits now: record why, and move past these heads.
+    // Nothing fits now: preempt where the policies allow, record why, and
+    // move past these heads.
     for (Candidate& c : candidates) {
       pending_info_[c.workload->id] = {c.choice.reason, c.choice.message, 0};
+      if (c.choice.fit == Fit::kNeedsPreemption) {
+        if (FitsAfterPendingEvictions(*c.queue, *c.workload)) {
+          pending_info_[c.workload->id] = {"WaitingForPreemptedWorkloads",
+                                           "waiting for preempted workloads to stop", 0};
+        } else if (auto victims = FindVictims(*c.queue, *c.workload); !victims.empty()) {
+          std::string names;
+          for (const auto& v : victims) {
+            names += (names.empty() ? "" : ", ") + v.victim_id;
+            evicting_.insert(v.victim_id);
+            evictions_.push_back(v);
+          }
+          pending_info_[c.workload->id] = {"WaitingForPreemptedWorkloads", "preempting " + names, 0};
+        }
+      }
       if (c.queue->spec->queueing_strategy == "StrictFIFO") blocked_queues.insert(c.queue->spec->name);
       else parked.insert(c.workload->id);
     }
@@ -374,6 +390,102 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     }
   }
   return admitted;
+}
+
+std::vector<Eviction> AdmissionEngine::TakeEvictions() {
+  std::vector<Eviction> out;
+  out.swap(evictions_);
+  return out;
+}
+
+bool AdmissionEngine::FitsAfterPendingEvictions(const QueueState& q, const Workload& w) {
+  if (evicting_.empty()) return false;
+  std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> freed;
+  for (const std::string& id : evicting_) {
+    const Admission& a = admitted_.at(id);
+    if (auto node = ClusterQueueNode(a.cluster_queue)) {
+      tree_.RemoveUsage(*node, a.usage);
+      freed.emplace_back(*node, a.usage);
+    }
+  }
+  bool fits = AssignFlavors(q, w).fit == Fit::kFit;
+  for (const auto& [node, usage] : freed) tree_.AddUsage(node, usage);
+  return fits;
+}
+
+std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Workload& w) {
+  const Choice wanted = AssignFlavors(q, w);
+  struct Candidate {
+    std::string id;
+    bool own;
+    int64_t priority, seq;
+    QuotaTree::NodeId node;
+  };
+  std::vector<Candidate> candidates;
+  const Preemption& p = q.spec->preemption;
+  for (const auto& [id, a] : admitted_) {
+    if (evicting_.count(id)) continue;
+    const Workload& v = workloads_.at(id);
+    bool shares = false;
+    for (const auto& [fr, amount] : wanted.admission.usage) shares = shares || (a.usage.count(fr) && a.usage.at(fr) > 0);
+    if (!shares) continue;
+    auto vq = queues_.find(a.cluster_queue);
+    if (vq == queues_.end()) continue;
+    bool allowed = false;
+    if (a.cluster_queue == q.spec->name) {
+      allowed = (p.within_cluster_queue == "LowerPriority" && v.priority < w.priority) ||
+                (p.within_cluster_queue == "LowerOrNewerEqualPriority" &&
+                 (v.priority < w.priority || (v.priority == w.priority && v.seq > w.seq)));
+    } else if (!q.spec->cohort_name.empty() && vq->second.spec->cohort_name == q.spec->cohort_name &&
+               p.reclaim_within_cohort != "Never") {
+      bool borrowing = false;
+      for (const auto& [fr, amount] : wanted.admission.usage) {
+        borrowing = borrowing || tree_.Borrowed(vq->second.node, fr) > 0;
+      }
+      allowed = borrowing && (p.reclaim_within_cohort == "Any" || v.priority < w.priority);
+    }
+    if (allowed) candidates.push_back({id, a.cluster_queue == q.spec->name, v.priority, v.seq, vq->second.node});
+  }
+  // Other queues' borrowers first, then lower priority, then the most
+  // recently submitted.
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.own != b.own) return !a.own;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    return a.seq > b.seq;
+  });
+  std::vector<size_t> removed;
+  bool fits = false;
+  for (size_t i = 0; i < candidates.size() && !fits; ++i) {
+    tree_.RemoveUsage(candidates[i].node, admitted_.at(candidates[i].id).usage);
+    removed.push_back(i);
+    fits = AssignFlavors(q, w).fit == Fit::kFit;
+  }
+  std::vector<Eviction> victims;
+  if (fits) {
+    // Minimize: give back each victim, newest decision first, when the
+    // preemptor still fits without its eviction.
+    std::vector<bool> needed(removed.size(), true);
+    for (size_t k = removed.size(); k-- > 0;) {
+      const Candidate& c = candidates[removed[k]];
+      tree_.AddUsage(c.node, admitted_.at(c.id).usage);
+      if (AssignFlavors(q, w).fit == Fit::kFit) {
+        needed[k] = false;
+      } else {
+        tree_.RemoveUsage(c.node, admitted_.at(c.id).usage);
+      }
+    }
+    for (size_t k = 0; k < removed.size(); ++k) {
+      const Candidate& c = candidates[removed[k]];
+      if (needed[k]) victims.push_back({c.id, w.id, c.own ? "InClusterQueue" : "InCohortReclamation"});
+    }
+    // The victims keep their quota until they have stopped.
+    for (size_t k = 0; k < removed.size(); ++k) {
+      if (needed[k]) tree_.AddUsage(candidates[removed[k]].node, admitted_.at(candidates[removed[k]].id).usage);
+    }
+  } else {
+    for (size_t i : removed) tree_.AddUsage(candidates[i].node, admitted_.at(candidates[i].id).usage);
+  }
+  return victims;
 }
 
 std::optional<PendingInfo> AdmissionEngine::Why(const std::string& id) const {

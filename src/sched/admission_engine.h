@@ -32,6 +32,14 @@ struct Admission {
   int borrowing_level = 0;
 };
 
+// An admitted workload to stop so that a higher-priority (or reclaiming)
+// one can be admitted (Kueue's classical preemption, §1.6).
+struct Eviction {
+  std::string victim_id;
+  std::string preemptor_id;
+  std::string reason;  // InClusterQueue | InCohortReclamation
+};
+
 // The embedded admission engine with Kueue's semantics
 // (kueue-semantics §1.2-1.5): ClusterQueues with resource groups and
 // ordered flavors, flat or nested Cohorts with borrowing and lending
@@ -63,6 +71,11 @@ class AdmissionEngine {
   // Admits what fits now, in queue order. Pending workloads get a reason.
   std::vector<Admission> Schedule();
 
+  // Workloads Schedule() decided to preempt since the last call. They keep
+  // their quota until Remove() is called for them (once they have stopped);
+  // their preemptors wait with WaitingForPreemptedWorkloads meanwhile.
+  std::vector<Eviction> TakeEvictions();
+
   std::optional<PendingInfo> Why(const std::string& workload_id) const;
   bool IsAdmitted(const std::string& workload_id) const { return admitted_.count(workload_id) > 0; }
   bool IsKnown(const std::string& workload_id) const { return workloads_.count(workload_id) > 0; }
@@ -86,6 +99,11 @@ class AdmissionEngine {
   };
 
   Choice AssignFlavors(const QueueState& q, const Workload& w) const;
+  // The fewest admitted workloads whose eviction lets `w` fit, chosen and
+  // minimized as Kueue does; empty when no allowed set does.
+  std::vector<Eviction> FindVictims(const QueueState& q, const Workload& w);
+  // Whether `w` would fit once the workloads being evicted are gone.
+  bool FitsAfterPendingEvictions(const QueueState& q, const Workload& w);
   bool FlavorMatches(const ResourceFlavor& flavor, const Workload& w, std::string* why) const;
   void SortQueue(QueueState& q);
 
@@ -96,6 +114,8 @@ class AdmissionEngine {
   std::map<std::string, Workload> workloads_;      // pending and admitted
   std::map<std::string, Admission> admitted_;
   std::set<std::string> held_;
+  std::set<std::string> evicting_;
+  std::vector<Eviction> evictions_;
   std::map<std::string, PendingInfo> pending_info_;
 };
 

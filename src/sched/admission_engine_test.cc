@@ -248,3 +248,82 @@ TEST(AdmissionEngineTest, ReconfiguringKeepsTheUsageOfAdmittedWorkloads) {
 
 }  // namespace
 }  // namespace tau::sched
+
+namespace tau::sched {
+namespace {
+
+std::vector<std::string> Victims(const std::vector<Eviction>& evictions) {
+  std::vector<std::string> ids;
+  for (const auto& e : evictions) ids.push_back(e.victim_id);
+  return ids;
+}
+
+TEST(PreemptionTest, HigherPriorityPreemptsTheNewestLowerPriorityWorkloadOnly) {
+  ClusterQueue cq = CpuQueue("cq", Q("cpu", 2));
+  cq.preemption.within_cluster_queue = "LowerPriority";
+  AdmissionEngine e;
+  e.Configure(OneQueue(cq));
+  ASSERT_TRUE(e.Submit(W("low1", 1)).ok());
+  ASSERT_TRUE(e.Submit(W("low2", 1)).ok());
+  EXPECT_EQ(e.Schedule().size(), 2u);
+  ASSERT_TRUE(e.Submit(W("high", 1, "q", 100)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  auto evictions = e.TakeEvictions();
+  EXPECT_EQ(Victims(evictions), std::vector<std::string>{"low2"});  // minimized: one is enough
+  EXPECT_EQ(evictions[0].preemptor_id, "high");
+  EXPECT_EQ(evictions[0].reason, "InClusterQueue");
+  EXPECT_EQ(e.Why("high")->reason, "WaitingForPreemptedWorkloads");
+  // Until the victim has stopped, nothing more is preempted.
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_TRUE(e.TakeEvictions().empty());
+  e.Remove("low2");
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"high"});
+  Workload again = W("low2", 1);
+  ASSERT_TRUE(e.Submit(again).ok());  // requeued
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(e.Why("low2")->reason, "WaitingForQuota");
+}
+
+TEST(PreemptionTest, NeverMeansWaiting) {
+  AdmissionEngine e;
+  e.Configure(OneQueue(CpuQueue("cq", Q("cpu", 1))));
+  ASSERT_TRUE(e.Submit(W("low", 1)).ok());
+  e.Schedule();
+  ASSERT_TRUE(e.Submit(W("high", 1, "q", 100)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_TRUE(e.TakeEvictions().empty());
+  EXPECT_EQ(e.Why("high")->reason, "WaitingForQuota");
+}
+
+TEST(PreemptionTest, AQueueReclaimsItsLentQuotaFromBorrowers) {
+  KueueConfig c = TwoInACohort(Q("cpu", 2), Q("cpu", 2));
+  c.cluster_queues[1].preemption.reclaim_within_cohort = "Any";
+  AdmissionEngine e;
+  e.Configure(c);
+  for (const char* id : {"a1", "a2", "a3", "a4"}) ASSERT_TRUE(e.Submit(W(id, 1, "qa")).ok());
+  EXPECT_EQ(e.Schedule().size(), 4u);  // a borrows b's idle 2 CPUs
+  ASSERT_TRUE(e.Submit(W("b1", 2, "qb")).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  auto evictions = e.TakeEvictions();
+  EXPECT_EQ(Victims(evictions), (std::vector<std::string>{"a4", "a3"}));
+  EXPECT_EQ(evictions[0].reason, "InCohortReclamation");
+  e.Remove("a4");
+  e.Remove("a3");
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"b1"});
+}
+
+TEST(PreemptionTest, NoReclaimFromAQueueThatIsNotBorrowing) {
+  KueueConfig c = TwoInACohort(Q("cpu", 2), Q("cpu", 2));
+  c.cluster_queues[1].preemption.reclaim_within_cohort = "Any";
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("a1", 2, "qa")).ok());
+  ASSERT_TRUE(e.Submit(W("b1", 2, "qb")).ok());
+  EXPECT_EQ(e.Schedule().size(), 2u);
+  ASSERT_TRUE(e.Submit(W("b2", 1, "qb")).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_TRUE(e.TakeEvictions().empty());  // a uses only its own quota
+}
+
+}  // namespace
+}  // namespace tau::sched

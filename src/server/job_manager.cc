@@ -627,7 +627,18 @@ void JobManager::RunAdmission() {
   // bound on top of it (quota may promise more than exists).
   sched::Resources free = options_.capacity;
   free -= used_;
-  for (const sched::Admission& a : engine_.Schedule()) {
+  std::vector<sched::Admission> admissions = engine_.Schedule();
+  for (const sched::Eviction& ev : engine_.TakeEvictions()) {
+    auto it = jobs_by_id_.find(ev.victim_id);
+    if (it == jobs_by_id_.end() || !it->second->preempted_by.empty()) continue;
+    Job& victim = *it->second;
+    victim.preempted_by = ev.preemptor_id;
+    std::string message = fmt::format("preempted by {} ({}); SIGTERM sent, SIGKILL after {}", ev.preemptor_id,
+                                      ev.reason, FormatDuration(victim.spec.checkpoint.grace_period));
+    if (Status st = AppendEvent(victim, "Preempted", "Preempted", message); !st.ok()) LogStoreFailure(victim, st);
+    StopRanks(victim);
+  }
+  for (const sched::Admission& a : admissions) {
     Job& job = *jobs_by_id_[a.workload_id];
     if (!job.request.FitsIn(free)) {
       engine_.Remove(job.rec.id);  // back to the queue (same place: ordered by priority and seq)
@@ -981,20 +992,31 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
       message = "no exit code or signal recorded";
     }
   }
+  // A preempted attempt sends the job back to its queue for another one.
+  if (!job.preempted_by.empty() && !job.rec.cancel_requested) {
+    state = JobState::kQueued;
+    reason = "Preempted";
+    message = fmt::format("preempted by {}; queued for attempt {}", job.preempted_by, job.rec.attempt + 1);
+  }
   attempt.state = state == JobState::kSucceeded   ? AttemptState::kSucceeded
                   : state == JobState::kCancelled ? AttemptState::kCancelled
                                                   : AttemptState::kFailed;
+  if (state == JobState::kQueued) attempt.state = AttemptState::kFailed;
   attempt.reason = reason;
   job.rec.state = state;
   job.rec.reason = reason;
   job.rec.message = message;
-  job.rec.finished_at = attempt.finished_at;
+  if (state != JobState::kQueued) job.rec.finished_at = attempt.finished_at;
+  job.preempted_by.clear();
   Release(job);
   auto txn = store_->Begin();
   Status st = txn.status();
   if (st.ok()) st = SaveAttempt(job, attempt);
   if (st.ok()) st = SaveJob(job);
-  if (st.ok()) st = AppendEvent(job, std::string(store::JobStateName(state)), reason, message);
+  if (st.ok()) {
+    st = AppendEvent(job, state == JobState::kQueued ? "Requeued" : std::string(store::JobStateName(state)), reason,
+                     message);
+  }
   if (st.ok()) st = txn->Commit();
   if (!st.ok()) LogStoreFailure(job, st);
 }

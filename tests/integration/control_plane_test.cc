@@ -269,7 +269,9 @@ TEST_F(ControlPlaneTest, DependsOnMakesAPipeline) {
     return j["reason"] == "WaitingForDependencies" || j["state"] != "Queued";
   }));
   nlohmann::json waiting = Job(train);
-  if (waiting["state"] == "Queued") EXPECT_EQ(waiting["reason"], "WaitingForDependencies");
+  if (waiting["state"] == "Queued") {
+    EXPECT_EQ(waiting["reason"], "WaitingForDependencies");
+  }
   ASSERT_TRUE(WaitForState(train, "Succeeded"));
   EXPECT_GE(Job(train)["started_at"].get<std::string>(), Job(prep)["finished_at"].get<std::string>());
 

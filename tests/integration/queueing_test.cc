@@ -131,6 +131,47 @@ TEST_F(QueueingTest, HeldJobsKeepTheirPlaceAndPrioritiesOrderTheQueue) {
   EXPECT_THAT(unknown.err, HasSubstr("WorkloadPriorityClass \"urgent\" does not exist"));
 }
 
+TEST_F(QueueingTest, AHighPriorityJobPreemptsALowOneWhichIsRequeuedAndFinishesLater) {
+  WriteFile("preempt.yaml", std::string(kOneCpuQueue) + R"(---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: small
+spec:
+  namespaceSelector: {}
+  preemption:
+    withinClusterQueue: LowerPriority
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: default
+      resources:
+      - name: cpu
+        nominalQuota: 1
+      - name: memory
+        nominalQuota: 4Gi
+)");
+  ASSERT_EQ(Tau({"admin", "apply", "-f", "preempt.yaml"}).exit_code, 0);
+  std::string low_spec = WriteSpec("low.yaml",
+      "schema_version: 1\nname: low\nqueue: small\nrun:\n  entrypoint: 'echo low attempt $TAU_ATTEMPT; "
+      "if [ \"$TAU_ATTEMPT\" = 1 ]; then trap \"echo saving; exit 0\" TERM; while :; do sleep 0.05; done; fi'\n"
+      "compute:\n  cpus: 1\n  memory: 256Mi\ncheckpoint:\n  grace_period: 10s\n");
+  std::string low = Submit(low_spec);
+  ASSERT_TRUE(WaitUntil([&] { return Tau({"logs", low}).out.find("low attempt 1") != std::string::npos; }));
+  std::string high = Submit(WriteSpec("high.yaml",
+      "schema_version: 1\nname: high\nqueue: small\npriority: high\nrun:\n  entrypoint: 'sleep 0.3'\n"
+      "compute:\n  cpus: 1\n  memory: 256Mi\n"));
+  ASSERT_TRUE(WaitForState(high, "Succeeded"));
+  ASSERT_TRUE(WaitForState(low, "Succeeded"));
+  nlohmann::json job = Job(low);
+  ASSERT_EQ(job["attempts"].size(), 2u);
+  EXPECT_EQ(job["attempts"][0]["reason"], "Preempted");
+  EXPECT_EQ(job["attempt"], 2);
+  EXPECT_THAT(Tau({"logs", low, "--attempt", "1"}).out, HasSubstr("saving"));
+  EXPECT_THAT(Tau({"logs", low}).out, HasSubstr("low attempt 2"));
+  EXPECT_THAT(Tau({"events", low}).out, HasSubstr("Preempted"));
+}
+
 TEST_F(QueueingTest, DeletingObjectsAndUnknownQueues) {
   CommandResult none = Tau({"run", WriteSpec("q.yaml", "schema_version: 1\nname: q\nqueue: nowhere\nrun:\n  entrypoint: 'true'\n")});
   EXPECT_EQ(none.exit_code, 1);
