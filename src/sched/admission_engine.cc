@@ -281,8 +281,14 @@ Status AdmissionEngine::Submit(const Workload& w) {
     }
   }
   workloads_[w.id] = w;
-  queues_[*cq].pending.push_back(w.id);
-  SortQueue(queues_[*cq]);
+  // Insert in queue order: higher priority first, then older.
+  auto& pending = queues_[*cq].pending;
+  auto at = std::upper_bound(pending.begin(), pending.end(), w, [&](const Workload& x, const std::string& id) {
+    const Workload& y = workloads_.at(id);
+    if (x.priority != y.priority) return x.priority > y.priority;
+    return x.seq < y.seq;
+  });
+  pending.insert(at, w.id);
   return Status::Ok();
 }
 
@@ -338,20 +344,36 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       if (a.workload->priority != b.workload->priority) return a.workload->priority > b.workload->priority;
       return a.workload->seq < b.workload->seq;
     });
-    Candidate& first = candidates.front();
-    if (first.choice.fit == Fit::kFit) {
-      tree_.AddUsage(first.queue->node, first.choice.admission.usage);
-      admitted_[first.workload->id] = first.choice.admission;
-      admitted.push_back(first.choice.admission);
-      std::erase(first.queue->pending, first.workload->id);
-      continue;
-    }
-    // Nothing fits now: preempt where the policies allow, record why, and
-    // move past these heads.
+    // One cycle, as Kueue's: admit the heads in that order, re-checking each
+    // against the quota the ones before it took.
+    bool admitted_any = false;
+    std::vector<Candidate*> not_fitting;
     for (Candidate& c : candidates) {
+      if (c.choice.fit != Fit::kFit) {
+        not_fitting.push_back(&c);
+        continue;
+      }
+      bool still = true;
+      for (const auto& [fr, amount] : c.choice.admission.usage) {
+        still = still && tree_.Check(c.queue->node, fr, amount).fit == Fit::kFit;
+      }
+      if (!still) continue;  // recomputed next cycle
+      tree_.AddUsage(c.queue->node, c.choice.admission.usage);
+      admitted_[c.workload->id] = c.choice.admission;
+      admitted.push_back(c.choice.admission);
+      std::erase(c.queue->pending, c.workload->id);
+      admitted_any = true;
+    }
+    if (admitted_any && not_fitting.empty()) continue;
+    // A head that did not fit at the start of the cycle cannot fit after it
+    // (usage only grows within a pass): it is parked below.
+    // These do not fit now: preempt where the policies allow, record why,
+    // and move past these heads.
+    for (Candidate* cp : not_fitting) {
+      Candidate& c = *cp;
       pending_info_[c.workload->id] = {c.choice.reason, c.choice.message, 0};
       if (c.choice.fit == Fit::kNeedsPreemption) {
-        if (FitsAfterPendingEvictions(*c.queue, *c.workload)) {
+        if (!evicting_.empty() && FitsAfterPendingEvictions(*c.queue, *c.workload)) {
           pending_info_[c.workload->id] = {"WaitingForPreemptedWorkloads",
                                            "waiting for preempted workloads to stop", 0};
         } else if (auto victims = FindVictims(*c.queue, *c.workload); !victims.empty()) {
@@ -414,6 +436,8 @@ bool AdmissionEngine::FitsAfterPendingEvictions(const QueueState& q, const Workl
 }
 
 std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Workload& w) {
+  const Preemption& policy = q.spec->preemption;
+  if (policy.within_cluster_queue == "Never" && policy.reclaim_within_cohort == "Never") return {};
   const Choice wanted = AssignFlavors(q, w);
   struct Candidate {
     std::string id;

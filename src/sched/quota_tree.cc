@@ -1,6 +1,7 @@
 #include "sched/quota_tree.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tau::sched {
 
@@ -15,11 +16,48 @@ QuotaTree::NodeId QuotaTree::AddClusterQueue(const std::string& name) {
 }
 
 void QuotaTree::SetParent(NodeId child, NodeId parent) {
+  quotas_dirty_ = true;
   node(child).parent = parent;
   node(parent).children.push_back(child);
 }
 
-void QuotaTree::SetQuota(NodeId id, const FlavorResource& fr, const Quota& quota) { node(id).quotas[fr] = quota; }
+void QuotaTree::SetQuota(NodeId id, const FlavorResource& fr, const Quota& quota) {
+  quotas_dirty_ = true;
+  node(id).quotas[fr] = quota;
+}
+
+int64_t QuotaTree::ComputeSubtree(NodeId id, const FlavorResource& fr) const {
+  const Quota* q = QuotaOf(id, fr);
+  int64_t total = q ? q->nominal : 0;
+  for (NodeId child : node(id).children) {
+    int64_t sub = ComputeSubtree(child, fr);
+    const Quota* cq = QuotaOf(child, fr);
+    int64_t local = cq && cq->lending_limit ? std::max<int64_t>(0, sub - *cq->lending_limit) : 0;
+    total += sub - local;
+  }
+  return total;
+}
+
+void QuotaTree::ComputeQuotas() const {
+  if (!quotas_dirty_) return;
+  subtree_.assign(nodes_.size(), {});
+  local_.assign(nodes_.size(), {});
+  // Every FlavorResource any node declares, for every node (a node without
+  // quota for it may still borrow it).
+  std::set<FlavorResource> all;
+  for (const Node& n : nodes_) {
+    for (const auto& [fr, q] : n.quotas) all.insert(fr);
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (const FlavorResource& fr : all) {
+      int64_t sub = ComputeSubtree(static_cast<NodeId>(i), fr);
+      if (sub != 0) subtree_[i][fr] = sub;
+      const Quota* q = QuotaOf(static_cast<NodeId>(i), fr);
+      if (q && q->lending_limit) local_[i][fr] = std::max<int64_t>(0, sub - *q->lending_limit);
+    }
+  }
+  quotas_dirty_ = false;
+}
 
 const Quota* QuotaTree::QuotaOf(NodeId id, const FlavorResource& fr) const {
   auto it = node(id).quotas.find(fr);
@@ -27,16 +65,17 @@ const Quota* QuotaTree::QuotaOf(NodeId id, const FlavorResource& fr) const {
 }
 
 int64_t QuotaTree::SubtreeQuota(NodeId id, const FlavorResource& fr) const {
-  const Quota* q = QuotaOf(id, fr);
-  int64_t total = q ? q->nominal : 0;
-  for (NodeId child : node(id).children) total += SubtreeQuota(child, fr) - LocalQuota(child, fr);
-  return total;
+  ComputeQuotas();
+  const auto& m = subtree_[static_cast<size_t>(id)];
+  auto it = m.find(fr);
+  return it == m.end() ? 0 : it->second;
 }
 
 int64_t QuotaTree::LocalQuota(NodeId id, const FlavorResource& fr) const {
-  const Quota* q = QuotaOf(id, fr);
-  if (!q || !q->lending_limit) return 0;
-  return std::max<int64_t>(0, SubtreeQuota(id, fr) - *q->lending_limit);
+  ComputeQuotas();
+  const auto& m = local_[static_cast<size_t>(id)];
+  auto it = m.find(fr);
+  return it == m.end() ? 0 : it->second;
 }
 
 int64_t QuotaTree::Usage(NodeId id, const FlavorResource& fr) const {

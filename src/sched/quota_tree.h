@@ -89,9 +89,16 @@ class QuotaTree {
   const Node& node(NodeId id) const { return nodes_[static_cast<size_t>(id)]; }
   Node& node(NodeId id) { return nodes_[static_cast<size_t>(id)]; }
   const Quota* QuotaOf(NodeId id, const FlavorResource& fr) const;
+  // Subtree and local quotas depend only on the configuration: computed
+  // once after it changes, not on every query.
+  void ComputeQuotas() const;
+  int64_t ComputeSubtree(NodeId id, const FlavorResource& fr) const;
   void ChangeUsage(NodeId id, const FlavorResource& fr, int64_t delta);
 
   std::vector<Node> nodes_;
+  mutable bool quotas_dirty_ = true;
+  mutable std::vector<std::map<FlavorResource, int64_t>> subtree_;  // per node
+  mutable std::vector<std::map<FlavorResource, int64_t>> local_;    // per node
 };
 
 }  // namespace tau::sched
