@@ -136,17 +136,25 @@ int RunQueues(const std::string& output) {
 int RunWhy(const std::string& id) {
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
-  auto job = client->Get("/api/v1/jobs/" + UrlEscape(id));
-  if (!job.ok()) return Fail(job.error());
-  std::string state = job->value("state", "");
-  std::string reason = job->value("reason", "");
-  std::string message = job->value("message", "");
-  std::printf("%s (%s) is %s", job->value("id", "").c_str(), job->value("name", "").c_str(), state.c_str());
-  if (job->value("held", false)) std::printf(", held");
+  auto why = client->Get("/api/v1/jobs/" + UrlEscape(id) + "/why");
+  if (!why.ok()) return Fail(why.error());
+  std::string state = why->value("state", "");
+  std::string reason = why->value("reason", "");
+  std::string message = why->value("message", "");
+  std::printf("%s (%s) is %s", why->value("id", "").c_str(), why->value("name", "").c_str(), state.c_str());
+  if (why->value("held", false)) std::printf(", held");
   std::printf(".\n");
   if (state == "Queued") {
     if (reason.empty()) std::printf("It is about to be admitted.\n");
     else std::printf("%s: %s\n", reason.c_str(), message.c_str());
+    const json& holders = (*why)["holders"];
+    if (!holders.empty() && reason != "Held" && reason != "WaitingForDependencies") {
+      std::printf("It can start when quota is released by:\n");
+      for (const json& h : holders) {
+        std::printf("  %s (%s) in %s/%s, using %s\n", h.value("id", "").c_str(), h.value("name", "").c_str(),
+                    h.value("workspace", "").c_str(), h.value("queue", "").c_str(), h.value("resources", "").c_str());
+      }
+    }
   } else if (!reason.empty()) {
     std::printf("%s: %s\n", reason.c_str(), message.c_str());
   }

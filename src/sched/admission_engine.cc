@@ -512,6 +512,42 @@ std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Wo
   return victims;
 }
 
+std::vector<std::string> AdmissionEngine::QuotaHolders(const std::string& id) const {
+  auto wit = workloads_.find(id);
+  if (wit == workloads_.end()) return {};
+  PendingInfo why;
+  auto cq = ClusterQueueOf(wit->second, &why);
+  if (!cq) return {};
+  const QueueState& q = queues_.at(*cq);
+  auto root_of = [&](QuotaTree::NodeId n) {
+    while (auto p = tree_.Parent(n)) n = *p;
+    return n;
+  };
+  const QuotaTree::NodeId root = root_of(q.node);
+  // Every flavor it could use for a resource it asks for.
+  std::set<FlavorResource> wanted;
+  for (const auto& g : q.spec->resource_groups) {
+    for (const auto& f : g.flavors) {
+      for (const auto& r : g.covered_resources) {
+        auto it = wit->second.per_pod.find(r);
+        if (it != wit->second.per_pod.end() && it->second > 0) wanted.insert({f.name, r});
+      }
+    }
+  }
+  std::vector<std::string> holders;
+  for (const auto& [admitted_id, a] : admitted_) {
+    auto node = ClusterQueueNode(a.cluster_queue);
+    if (!node || root_of(*node) != root) continue;
+    for (const auto& [fr, amount] : a.usage) {
+      if (amount > 0 && wanted.count(fr)) {
+        holders.push_back(admitted_id);
+        break;
+      }
+    }
+  }
+  return holders;
+}
+
 std::optional<PendingInfo> AdmissionEngine::Why(const std::string& id) const {
   auto it = pending_info_.find(id);
   if (it == pending_info_.end()) return std::nullopt;

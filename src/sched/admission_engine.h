@@ -77,6 +77,9 @@ class AdmissionEngine {
   std::vector<Eviction> TakeEvictions();
 
   std::optional<PendingInfo> Why(const std::string& workload_id) const;
+  // The admitted workloads holding quota a pending workload needs: in its
+  // ClusterQueue's cohort tree, using a flavor and resource it asks for.
+  std::vector<std::string> QuotaHolders(const std::string& workload_id) const;
   bool IsAdmitted(const std::string& workload_id) const { return admitted_.count(workload_id) > 0; }
   bool IsKnown(const std::string& workload_id) const { return workloads_.count(workload_id) > 0; }
   const KueueConfig& config() const { return config_; }

@@ -330,6 +330,13 @@ class ApiServer::Impl {
       if (!changes.ok()) return SendError(res, changes.error());
       SendJson(res, {{"changes", *changes}});
     });
+    server_.Get(R"(/api/v1/jobs/([^/]+)/why)", [this](const httplib::Request& req, httplib::Response& res) {
+      std::string id = req.matches[1];
+      auto text = loop_->Call([&] { return jobs_->WhyJson(id); });
+      if (!text.ok()) return SendError(res, text.error());
+      res.status = 200;
+      res.set_content(*text, "application/json");
+    });
     server_.Get("/api/v1/queues", [this](const httplib::Request&, httplib::Response& res) {
       std::string text = loop_->Call([&] { return jobs_->QueuesJson(); });
       res.status = 200;

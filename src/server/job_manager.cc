@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
@@ -278,6 +279,31 @@ std::string JobManager::QueuesJson() const {
                    {"admitted", counts.second}});
   }
   return nlohmann::json({{"cluster_queues", cqs}, {"local_queues", lqs}}).dump();
+}
+
+Result<std::string> JobManager::WhyJson(const std::string& id_or_name) {
+  TAU_ASSIGN_OR_RETURN(Job * job, Find(id_or_name));
+  nlohmann::json out = {{"id", job->rec.id},
+                        {"name", job->rec.name},
+                        {"state", store::JobStateName(job->rec.state)},
+                        {"reason", job->rec.reason},
+                        {"message", job->rec.message},
+                        {"held", job->rec.held},
+                        {"holders", nlohmann::json::array()}};
+  if (auto why = engine_.Why(job->rec.id)) out["position"] = why->position;
+  if (job->rec.state == JobState::kQueued) {
+    for (const std::string& id : engine_.QuotaHolders(job->rec.id)) {
+      auto it = jobs_by_id_.find(id);
+      if (it == jobs_by_id_.end()) continue;
+      const Job& h = *it->second;
+      out["holders"].push_back({{"id", h.rec.id},
+                                {"name", h.rec.name},
+                                {"queue", h.rec.queue},
+                                {"workspace", h.rec.workspace},
+                                {"resources", sched::Describe(h.request)}});
+    }
+  }
+  return out.dump();
 }
 
 Result<std::shared_ptr<const JobView>> JobManager::SetHeld(const std::string& id_or_name, bool held) {

@@ -104,6 +104,9 @@ class JobManager {
   // Per ClusterQueue: quota, usage and borrowing per flavor and resource,
   // and pending/admitted counts; per LocalQueue: counts. JSON text.
   std::string QueuesJson() const;
+  // Why a job waits: its reason, message and queue position, and the jobs
+  // holding the quota it needs. JSON text.
+  Result<std::string> WhyJson(const std::string& id_or_name);
 
   // Keeps a queued job in its place without admitting it, or lets it go.
   Result<std::shared_ptr<const JobView>> SetHeld(const std::string& id_or_name, bool held);

@@ -91,6 +91,7 @@ TEST_F(QueueingTest, AOneCpuQueueRunsOneJobAndTellsWhyTheOthersWait) {
   EXPECT_THAT(why.out, HasSubstr("is Queued."));
   EXPECT_THAT(why.out, HasSubstr("WaitingForQuota"));
   EXPECT_THAT(why.out, HasSubstr("position 2"));
+  EXPECT_THAT(why.out, HasSubstr("It can start when quota is released by:\n  " + a + " (one-cpu) in default/small"));
   CommandResult queues = Tau({"queues", "-o", "json"});
   nlohmann::json q = nlohmann::json::parse(queues.out);
   bool found = false;
