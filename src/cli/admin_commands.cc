@@ -161,6 +161,15 @@ int RunWhy(const std::string& id) {
   return kExitOk;
 }
 
+int RunSetPriority(const std::string& id, const std::string& priority_class) {
+  auto client = Client();
+  if (!client.ok()) return Fail(client.error());
+  auto job = client->Post("/api/v1/jobs/" + UrlEscape(id) + "/priority", {{"priority_class", priority_class}});
+  if (!job.ok()) return Fail(job.error());
+  std::printf("%s: priority %s\n", job->value("id", id).c_str(), priority_class.c_str());
+  return kExitOk;
+}
+
 int RunHold(const std::vector<std::string>& jobs, bool hold) {
   auto client = Client();
   if (!client.ok()) return Fail(client.error());

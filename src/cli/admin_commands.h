@@ -17,6 +17,8 @@ int RunAdminDelete(const std::string& kind, const std::string& name, const std::
 int RunQueues(const std::string& output);
 // tau why JOB: why it waits (or what happened to it).
 int RunWhy(const std::string& job);
+// tau set-priority JOB CLASS
+int RunSetPriority(const std::string& job, const std::string& priority_class);
 // tau hold JOB / tau release JOB
 int RunHold(const std::vector<std::string>& jobs, bool hold);
 

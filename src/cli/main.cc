@@ -163,6 +163,12 @@ int Main(int argc, char** argv) {
   why_cmd->add_option("JOB", why_job, "Job id or name")->required();
   why_cmd->callback([&] { exit_code = RunWhy(why_job); });
 
+  std::string priority_job, priority_class;
+  auto* priority_cmd = app.add_subcommand("set-priority", "Change a queued job's WorkloadPriorityClass");
+  priority_cmd->add_option("JOB", priority_job, "Job id or name")->required();
+  priority_cmd->add_option("CLASS", priority_class, "WorkloadPriorityClass name")->required();
+  priority_cmd->callback([&] { exit_code = RunSetPriority(priority_job, priority_class); });
+
   std::vector<std::string> hold_jobs, release_jobs;
   auto* hold_cmd = app.add_subcommand("hold", "Keep queued jobs in their place without admitting them");
   hold_cmd->add_option("JOB", hold_jobs, "Job ids or names")->required();

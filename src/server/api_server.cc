@@ -330,6 +330,16 @@ class ApiServer::Impl {
       if (!changes.ok()) return SendError(res, changes.error());
       SendJson(res, {{"changes", *changes}});
     });
+    server_.Post(R"(/api/v1/jobs/([^/]+)/priority)", [this](const httplib::Request& req, httplib::Response& res) {
+      auto body = ParseBody(req);
+      if (!body.ok()) return SendError(res, body.error());
+      std::string id = req.matches[1];
+      std::string cls = body->value("priority_class", "");
+      if (cls.empty()) return SendError(res, InvalidArgumentError("expected {\"priority_class\": \"NAME\"}"));
+      auto job = loop_->Call([&] { return jobs_->SetPriority(id, cls); });
+      if (!job.ok()) return SendError(res, job.error());
+      SendJson(res, JobToJson(**job));
+    });
     server_.Get(R"(/api/v1/jobs/([^/]+)/why)", [this](const httplib::Request& req, httplib::Response& res) {
       std::string id = req.matches[1];
       auto text = loop_->Call([&] { return jobs_->WhyJson(id); });

@@ -52,6 +52,7 @@ json JobToJson(const JobView& v) {
           {"attempts", attempts},
           {"cancel_requested", j.cancel_requested},
           {"held", j.held},
+          {"priority_class", j.priority_class},
           {"resources",
            {{"workers", v.workers},
             {"gpus", v.gpus},

@@ -306,6 +306,31 @@ Result<std::string> JobManager::WhyJson(const std::string& id_or_name) {
   return out.dump();
 }
 
+Result<std::shared_ptr<const JobView>> JobManager::SetPriority(const std::string& id_or_name,
+                                                               const std::string& priority_class) {
+  TAU_ASSIGN_OR_RETURN(Job * job, Find(id_or_name));
+  if (job->rec.state != JobState::kQueued) {
+    return FailedPreconditionError(fmt::format("job {} is {}; only a queued job's priority can change", job->rec.id,
+                                               store::JobStateName(job->rec.state)));
+  }
+  Job probe = *job;
+  probe.view.reset();
+  probe.rec.priority_class = priority_class;
+  TAU_ASSIGN_OR_RETURN(sched::Workload w, ToWorkload(probe));  // the class must exist
+  job->rec.priority_class = priority_class;
+  {
+    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+    TAU_RETURN_IF_ERROR(SaveJob(*job));
+    TAU_RETURN_IF_ERROR(AppendEvent(*job, "PriorityChanged", "", fmt::format("WorkloadPriorityClass {} ({})",
+                                                                             priority_class, w.priority)));
+    TAU_RETURN_IF_ERROR(txn.Commit());
+  }
+  engine_.Remove(job->rec.id);  // re-queued at its new place by the next pass
+  ScheduleAdmission();
+  Publish();
+  return job->view;
+}
+
 Result<std::shared_ptr<const JobView>> JobManager::SetHeld(const std::string& id_or_name, bool held) {
   TAU_ASSIGN_OR_RETURN(Job * job, Find(id_or_name));
   if (job->rec.state != JobState::kQueued) {
@@ -333,17 +358,18 @@ Result<sched::Workload> JobManager::ToWorkload(const Job& job) const {
   w.namespace_ = job.rec.workspace;
   w.local_queue = job.rec.queue;
   w.seq = job.rec.seq;
-  if (!s.priority.empty()) {
+  const std::string& priority = job.rec.priority_class.empty() ? s.priority : job.rec.priority_class;
+  if (!priority.empty()) {
     bool found = false;
     for (const auto& pc : engine_.config().priority_classes) {
-      if (pc.name == s.priority) {
+      if (pc.name == priority) {
         w.priority = pc.value;
         found = true;
       }
     }
     if (!found) {
       return NotFoundError(fmt::format("WorkloadPriorityClass \"{}\" does not exist (see tau admin get "
-                                       "WorkloadPriorityClass)", s.priority));
+                                       "WorkloadPriorityClass)", priority));
     }
   }
   w.per_pod = {{"cpu", s.compute.cpus.milli()}, {"memory", s.compute.memory.milli()}};

@@ -108,6 +108,9 @@ class JobManager {
   // holding the quota it needs. JSON text.
   Result<std::string> WhyJson(const std::string& id_or_name);
 
+  // Changes a queued job's WorkloadPriorityClass (it must exist).
+  Result<std::shared_ptr<const JobView>> SetPriority(const std::string& id_or_name, const std::string& priority_class);
+
   // Keeps a queued job in its place without admitting it, or lets it go.
   Result<std::shared_ptr<const JobView>> SetHeld(const std::string& id_or_name, bool held);
 

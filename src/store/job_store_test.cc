@@ -37,7 +37,7 @@ TEST_F(JobStoreTest, MigratesAndReopens) {
   {
     auto store = JobStore::Open(Path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    EXPECT_EQ(*(*store)->SchemaVersion(), 4);
+    EXPECT_EQ(*(*store)->SchemaVersion(), 5);
     ASSERT_TRUE((*store)->InsertJob(Job("j_a", 1)).ok());
   }
   auto again = JobStore::Open(Path());

@@ -75,6 +75,10 @@ CREATE TABLE settings (
 ) STRICT;
 ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 5: a WorkloadPriorityClass set after submit (tau set-priority).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN priority_class TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 }  // namespace

@@ -43,6 +43,8 @@ struct JobRecord {
   // shown to anyone.
   std::string secret_env;
   bool held = false;  // kept in its queue but not admitted (tau hold)
+  // The WorkloadPriorityClass set with tau set-priority; "" keeps the spec's.
+  std::string priority_class;
   int64_t created_at = 0;
   std::optional<int64_t> admitted_at;
   std::optional<int64_t> started_at;

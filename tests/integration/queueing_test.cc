@@ -127,6 +127,12 @@ TEST_F(QueueingTest, HeldJobsKeepTheirPlaceAndPrioritiesOrderTheQueue) {
   ASSERT_EQ(Tau({"release", high}).exit_code, 0);
   Tau({"cancel", low});
   ASSERT_TRUE(WaitForState(high, "Running"));
+  // set-priority moves a queued job up its queue.
+  std::string later = Submit(spec);
+  ASSERT_TRUE(WaitUntil([&] { return Tau({"why", later}).out.find("position 1") != std::string::npos; }));
+  ASSERT_EQ(Tau({"set-priority", later, "high"}).exit_code, 0) << Tau({"set-priority", later, "high"}).err;
+  EXPECT_EQ(Job(later)["priority_class"], "high");
+  EXPECT_EQ(Tau({"set-priority", later, "nope"}).exit_code, 1);
   CommandResult unknown = Tau({"run", spec, "--priority", "urgent"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_THAT(unknown.err, HasSubstr("WorkloadPriorityClass \"urgent\" does not exist"));
