@@ -297,6 +297,18 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
       cq.flavor_fungibility = {borrow == "Borrow" ? "MayStopSearch" : borrow, preempt == "Preempt" ? "MayStopSearch" : preempt};
     }
     cq.stop_policy = d.Enum(spec.Find("stopPolicy"), "stopPolicy", {"None", "Hold", "HoldAndDrain"}, "None", spec);
+    if (const Node* checks = spec.Find("admissionChecks"); checks && checks->IsSequence()) {
+      for (const auto& c : checks->items) {
+        if (c.IsScalar()) cq.admission_checks.push_back(c.scalar);
+      }
+    }
+    if (const Node* strategy = spec.Find("admissionChecksStrategy"); strategy && strategy->IsMapping()) {
+      if (const Node* list = strategy->Find("admissionChecks"); list && list->IsSequence()) {
+        for (const auto& c : list->items) {
+          if (const Node* n = c.Find("name"); c.IsMapping() && n && n->IsScalar()) cq.admission_checks.push_back(n->scalar);
+        }
+      }
+    }
     if (const Node* fs = spec.Find("fairSharing"); fs && d.Mapping(*fs, "fairSharing")) {
       d.Keys(*fs, "fairSharing", {"weight"});
       cq.fair_sharing_weight = d.QuantityValue(fs->Find("weight"), "fairSharing.weight");

@@ -73,6 +73,10 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
         }
       }
     }
+    if (!cq.admission_checks.empty() && q.inactive_reason.empty()) {
+      q.inactive_reason = fmt::format("AdmissionCheck \"{}\" does not exist (the embedded engine runs none)",
+                                      cq.admission_checks.front());
+    }
     queues[cq.name] = std::move(q);
   }
   queues_ = std::move(queues);
@@ -313,6 +317,14 @@ void AdmissionEngine::SetHeld(const std::string& id, bool held) {
 std::vector<Admission> AdmissionEngine::Schedule() {
   std::vector<Admission> admitted;
   pending_info_.clear();
+  // HoldAndDrain: what a stopped queue admitted goes back to its queue.
+  for (const auto& [id, a] : admitted_) {
+    auto q = queues_.find(a.cluster_queue);
+    if (q != queues_.end() && q->second.spec->stop_policy == "HoldAndDrain" && !evicting_.count(id)) {
+      evicting_.insert(id);
+      evictions_.push_back({id, "", "ClusterQueueStopped"});
+    }
+  }
   std::set<std::string> parked;         // workloads that cannot go this pass
   std::set<std::string> blocked_queues; // StrictFIFO queues whose head cannot go
   while (true) {

@@ -327,3 +327,41 @@ TEST(PreemptionTest, NoReclaimFromAQueueThatIsNotBorrowing) {
 
 }  // namespace
 }  // namespace tau::sched
+
+namespace tau::sched {
+namespace {
+
+TEST(StopPolicyTest, HoldStopsAdmittingAndHoldAndDrainEvicts) {
+  ClusterQueue cq = CpuQueue("cq", Q("cpu", 4));
+  AdmissionEngine e;
+  e.Configure(OneQueue(cq));
+  ASSERT_TRUE(e.Submit(W("running", 1)).ok());
+  e.Schedule();
+  cq.stop_policy = "Hold";
+  e.Configure(OneQueue(cq));
+  ASSERT_TRUE(e.Submit(W("waiting", 1)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(e.Why("waiting")->reason, "ClusterQueueStopped");
+  EXPECT_TRUE(e.TakeEvictions().empty());
+  cq.stop_policy = "HoldAndDrain";
+  e.Configure(OneQueue(cq));
+  e.Schedule();
+  auto evictions = e.TakeEvictions();
+  ASSERT_EQ(evictions.size(), 1u);
+  EXPECT_EQ(evictions[0].victim_id, "running");
+  EXPECT_EQ(evictions[0].reason, "ClusterQueueStopped");
+}
+
+TEST(StopPolicyTest, AQueueNamingAnAdmissionCheckIsInactive) {
+  ClusterQueue cq = CpuQueue("cq", Q("cpu", 4));
+  cq.admission_checks = {"provisioning"};
+  AdmissionEngine e;
+  e.Configure(OneQueue(cq));
+  ASSERT_TRUE(e.Submit(W("w", 1)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(e.Why("w")->reason, "ClusterQueueInactive");
+  EXPECT_THAT(e.Why("w")->message, HasSubstr("AdmissionCheck \"provisioning\" does not exist"));
+}
+
+}  // namespace
+}  // namespace tau::sched

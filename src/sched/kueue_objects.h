@@ -71,6 +71,9 @@ struct ClusterQueue {
   FlavorFungibility flavor_fungibility;
   std::string stop_policy = "None";  // None | Hold | HoldAndDrain
   std::optional<Quantity> fair_sharing_weight;
+  // AdmissionChecks it requires. The embedded engine has none, so a queue
+  // that names any is inactive, as Kueue makes it when a check is missing.
+  std::vector<std::string> admission_checks;
 };
 
 struct Cohort {

@@ -684,8 +684,8 @@ void JobManager::RunAdmission() {
     auto it = jobs_by_id_.find(ev.victim_id);
     if (it == jobs_by_id_.end() || !it->second->preempted_by.empty()) continue;
     Job& victim = *it->second;
-    victim.preempted_by = ev.preemptor_id;
-    std::string message = fmt::format("preempted by {} ({}); SIGTERM sent, SIGKILL after {}", ev.preemptor_id,
+    victim.preempted_by = ev.preemptor_id.empty() ? "its ClusterQueue's stopPolicy HoldAndDrain" : ev.preemptor_id;
+    std::string message = fmt::format("preempted by {} ({}); SIGTERM sent, SIGKILL after {}", victim.preempted_by,
                                       ev.reason, FormatDuration(victim.spec.checkpoint.grace_period));
     if (Status st = AppendEvent(victim, "Preempted", "Preempted", message); !st.ok()) LogStoreFailure(victim, st);
     StopRanks(victim);
