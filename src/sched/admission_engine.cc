@@ -305,6 +305,7 @@ void AdmissionEngine::Remove(const std::string& id) {
   for (auto& [name, q] : queues_) std::erase(q.pending, id);
   workloads_.erase(id);
   held_.erase(id);
+  backoff_until_.erase(id);
   evicting_.erase(id);
   pending_info_.erase(id);
 }
@@ -314,9 +315,23 @@ void AdmissionEngine::SetHeld(const std::string& id, bool held) {
   else held_.erase(id);
 }
 
+void AdmissionEngine::SetBackoff(const std::string& id, int64_t until_ms) {
+  if (until_ms > now_ms_) backoff_until_[id] = until_ms;
+  else backoff_until_.erase(id);
+}
+
+std::optional<int64_t> AdmissionEngine::NextBackoffEnd() const {
+  std::optional<int64_t> next;
+  for (const auto& [id, until] : backoff_until_) {
+    if (until > now_ms_ && (!next || until < *next)) next = until;
+  }
+  return next;
+}
+
 std::vector<Admission> AdmissionEngine::Schedule() {
   std::vector<Admission> admitted;
   pending_info_.clear();
+  std::erase_if(backoff_until_, [&](const auto& entry) { return entry.second <= now_ms_; });
   // HoldAndDrain: what a stopped queue admitted goes back to its queue.
   for (const auto& [id, a] : admitted_) {
     auto q = queues_.find(a.cluster_queue);
@@ -338,7 +353,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     for (auto& [name, q] : queues_) {
       if (!q.inactive_reason.empty() || q.spec->stop_policy != "None" || blocked_queues.count(name)) continue;
       for (const std::string& id : q.pending) {
-        if (held_.count(id) || parked.count(id)) continue;
+        if (held_.count(id) || backoff_until_.count(id) || parked.count(id)) continue;
         const Workload& w = workloads_.at(id);
         candidates.push_back({&q, &w, AssignFlavors(q, w)});
         break;
@@ -411,6 +426,9 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       PendingInfo& info = pending_info_[id];
       if (held_.count(id)) {
         info = {"Held", "held by a user (tau release to let it run)", 0};
+      } else if (auto b = backoff_until_.find(id); b != backoff_until_.end()) {
+        info = {"Backoff", fmt::format("requeued after an eviction; may be admitted again in {}s",
+                                       (b->second - now_ms_ + 999) / 1000), 0};
       } else if (!q.inactive_reason.empty()) {
         info = {"ClusterQueueInactive", q.inactive_reason, 0};
       } else if (q.spec->stop_policy != "None") {

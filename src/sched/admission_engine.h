@@ -18,7 +18,7 @@ namespace tau::sched {
 // Why a workload waits, with Kueue's reason names.
 struct PendingInfo {
   std::string reason;   // NoMatchingFlavor, ExceedsMaxQuota, WaitingForQuota, LocalQueueNotFound,
-                        // ClusterQueueInactive, ClusterQueueStopped, Held
+                        // ClusterQueueInactive, ClusterQueueStopped, Held, Backoff
   std::string message;  // which flavor, resource and amounts
   int position = 0;     // 1-based place among the ClusterQueue's pending workloads
 };
@@ -67,6 +67,15 @@ class AdmissionEngine {
   // Forgets a pending workload, or releases an admitted one's quota.
   void Remove(const std::string& workload_id);
   void SetHeld(const std::string& workload_id, bool held);
+  // Requeue backoff: a pending workload is not admitted before `until_ms`
+  // (see RequeueDelayMs) and waits with reason Backoff meanwhile; like a
+  // held one it keeps its place and does not block the queue. The engine
+  // has no clock: SetNow tells it the time, in the same milliseconds.
+  void SetBackoff(const std::string& workload_id, int64_t until_ms);
+  void SetNow(int64_t now_ms) { now_ms_ = now_ms; }
+  // The earliest time a backoff ends, so the caller can run Schedule()
+  // then instead of polling; nullopt when no workload is backing off.
+  std::optional<int64_t> NextBackoffEnd() const;
 
   // Admits what fits now, in queue order. Pending workloads get a reason.
   std::vector<Admission> Schedule();
@@ -117,6 +126,8 @@ class AdmissionEngine {
   std::map<std::string, Workload> workloads_;      // pending and admitted
   std::map<std::string, Admission> admitted_;
   std::set<std::string> held_;
+  std::map<std::string, int64_t> backoff_until_;  // ms, only while in the future
+  int64_t now_ms_ = 0;
   std::set<std::string> evicting_;
   std::vector<Eviction> evictions_;
   std::map<std::string, PendingInfo> pending_info_;

@@ -232,6 +232,37 @@ TEST(AdmissionEngineTest, AHeldWorkloadKeepsItsPlaceButIsNotAdmitted) {
   EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"held"});
 }
 
+TEST(AdmissionEngineTest, ABackingOffWorkloadWaitsWithoutBlockingAStrictFifoQueue) {
+  AdmissionEngine e;
+  ClusterQueue cq = CpuQueue("cq", Q("cpu", 4));
+  cq.queueing_strategy = "StrictFIFO";
+  e.Configure(OneQueue(cq));
+  e.SetNow(1'000);
+  ASSERT_TRUE(e.Submit(W("requeued", 1)).ok());
+  ASSERT_TRUE(e.Submit(W("next", 1)).ok());
+  e.SetBackoff("requeued", 61'000);
+  EXPECT_EQ(e.NextBackoffEnd(), 61'000);
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"next"});
+  EXPECT_EQ(e.Why("requeued")->reason, "Backoff");
+  EXPECT_THAT(e.Why("requeued")->message, HasSubstr("in 60s"));
+  EXPECT_EQ(e.Why("requeued")->position, 1);
+  e.SetNow(60'999);
+  EXPECT_TRUE(e.Schedule().empty());
+  e.SetNow(61'000);
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"requeued"});
+  EXPECT_EQ(e.NextBackoffEnd(), std::nullopt);
+}
+
+TEST(AdmissionEngineTest, ABackoffThatHasAlreadyEndedIsIgnored) {
+  AdmissionEngine e;
+  e.Configure(OneQueue(CpuQueue("cq", Q("cpu", 4))));
+  e.SetNow(5'000);
+  ASSERT_TRUE(e.Submit(W("requeued", 1)).ok());
+  e.SetBackoff("requeued", 5'000);
+  EXPECT_EQ(e.NextBackoffEnd(), std::nullopt);
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"requeued"});
+}
+
 TEST(AdmissionEngineTest, ReconfiguringKeepsTheUsageOfAdmittedWorkloads) {
   KueueConfig c = OneQueue(CpuQueue("cq", Q("cpu", 4)));
   AdmissionEngine e;
