@@ -466,17 +466,10 @@ bool AdmissionEngine::FitsAfterPendingEvictions(const QueueState& q, const Workl
 }
 
 std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Workload& w) {
-  const Preemption& policy = q.spec->preemption;
-  if (policy.within_cluster_queue == "Never" && policy.reclaim_within_cohort == "Never") return {};
-  const Choice wanted = AssignFlavors(q, w);
-  struct Candidate {
-    std::string id;
-    bool own;
-    int64_t priority, seq;
-    QuotaTree::NodeId node;
-  };
-  std::vector<Candidate> candidates;
   const Preemption& p = q.spec->preemption;
+  if (p.within_cluster_queue == "Never" && p.reclaim_within_cohort == "Never") return {};
+  const Choice wanted = AssignFlavors(q, w);
+  std::vector<VictimCandidate> candidates;
   for (const auto& [id, a] : admitted_) {
     if (evicting_.count(id)) continue;
     const Workload& v = workloads_.at(id);
@@ -502,35 +495,73 @@ std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Wo
   }
   // Other queues' borrowers first, then lower priority, then the most
   // recently submitted.
-  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+  std::stable_sort(candidates.begin(), candidates.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
     if (a.own != b.own) return !a.own;
     if (a.priority != b.priority) return a.priority < b.priority;
     return a.seq > b.seq;
   });
+  // Kueue's target selection (kueue-semantics §1.6), first that works:
+  // (1) only own-queue candidates: the preemptor may borrow; (2) with
+  // borrowWithinCohort, other queues' lower-priority workloads (up to
+  // maxPriorityThreshold) may go so that the preemptor borrows; (3) while
+  // the queue uses less than its nominal quota, reclaim so that it fits
+  // without borrowing; (4) own-queue candidates only, borrowing allowed.
+  const bool own_only = std::all_of(candidates.begin(), candidates.end(), [](const auto& c) { return c.own; });
+  if (own_only) return SelectVictims(q, w, candidates, /*allow_borrowing=*/true, "InClusterQueue");
+  if (p.borrow_within_cohort == "LowerPriority") {
+    std::vector<VictimCandidate> eligible;
+    for (const auto& c : candidates) {
+      if (c.own || (c.priority < w.priority && (!p.max_priority_threshold || c.priority <= *p.max_priority_threshold))) {
+        eligible.push_back(c);
+      }
+    }
+    if (auto v = SelectVictims(q, w, eligible, true, "InCohortReclaimWhileBorrowing"); !v.empty()) return v;
+  }
+  bool under_nominal = true;
+  for (const auto& [fr, amount] : wanted.admission.usage) {
+    under_nominal = under_nominal && tree_.Usage(q.node, fr) < tree_.SubtreeQuota(q.node, fr);
+  }
+  if (under_nominal) {
+    if (auto v = SelectVictims(q, w, candidates, false, "InCohortReclamation"); !v.empty()) return v;
+  }
+  std::vector<VictimCandidate> own;
+  for (const auto& c : candidates) {
+    if (c.own) own.push_back(c);
+  }
+  return SelectVictims(q, w, own, true, "InClusterQueue");
+}
+
+std::vector<Eviction> AdmissionEngine::SelectVictims(const QueueState& q, const Workload& w,
+                                                     const std::vector<VictimCandidate>& candidates,
+                                                     bool allow_borrowing, const std::string& cohort_reason) {
+  auto fits = [&] {
+    Choice c = AssignFlavors(q, w);
+    return c.fit == Fit::kFit && (allow_borrowing || c.admission.borrowing_level == 0);
+  };
   std::vector<size_t> removed;
-  bool fits = false;
-  for (size_t i = 0; i < candidates.size() && !fits; ++i) {
+  bool fit = false;
+  for (size_t i = 0; i < candidates.size() && !fit; ++i) {
     tree_.RemoveUsage(candidates[i].node, admitted_.at(candidates[i].id).usage);
     removed.push_back(i);
-    fits = AssignFlavors(q, w).fit == Fit::kFit;
+    fit = fits();
   }
   std::vector<Eviction> victims;
-  if (fits) {
+  if (fit) {
     // Minimize: give back each victim, newest decision first, when the
     // preemptor still fits without its eviction.
     std::vector<bool> needed(removed.size(), true);
     for (size_t k = removed.size(); k-- > 0;) {
-      const Candidate& c = candidates[removed[k]];
+      const VictimCandidate& c = candidates[removed[k]];
       tree_.AddUsage(c.node, admitted_.at(c.id).usage);
-      if (AssignFlavors(q, w).fit == Fit::kFit) {
+      if (fits()) {
         needed[k] = false;
       } else {
         tree_.RemoveUsage(c.node, admitted_.at(c.id).usage);
       }
     }
     for (size_t k = 0; k < removed.size(); ++k) {
-      const Candidate& c = candidates[removed[k]];
-      if (needed[k]) victims.push_back({c.id, w.id, c.own ? "InClusterQueue" : "InCohortReclamation"});
+      const VictimCandidate& c = candidates[removed[k]];
+      if (needed[k]) victims.push_back({c.id, w.id, c.own ? "InClusterQueue" : cohort_reason});
     }
     // The victims keep their quota until they have stopped.
     for (size_t k = 0; k < removed.size(); ++k) {

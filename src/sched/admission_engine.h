@@ -37,7 +37,8 @@ struct Admission {
 struct Eviction {
   std::string victim_id;
   std::string preemptor_id;
-  std::string reason;  // InClusterQueue | InCohortReclamation
+  std::string reason;  // InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing
+                       // | ClusterQueueStopped
 };
 
 // The embedded admission engine with Kueue's semantics
@@ -111,9 +112,20 @@ class AdmissionEngine {
   };
 
   Choice AssignFlavors(const QueueState& q, const Workload& w) const;
+  struct VictimCandidate {
+    std::string id;
+    bool own;  // in the preemptor's ClusterQueue
+    int64_t priority, seq;
+    QuotaTree::NodeId node;
+  };
   // The fewest admitted workloads whose eviction lets `w` fit, chosen and
   // minimized as Kueue does; empty when no allowed set does.
   std::vector<Eviction> FindVictims(const QueueState& q, const Workload& w);
+  // Greedy removal of `candidates` in order until `w` fits (without
+  // borrowing unless allowed), then minimized; empty when it never fits.
+  std::vector<Eviction> SelectVictims(const QueueState& q, const Workload& w,
+                                      const std::vector<VictimCandidate>& candidates, bool allow_borrowing,
+                                      const std::string& cohort_reason);
   // Whether `w` would fit once the workloads being evicted are gone.
   bool FitsAfterPendingEvictions(const QueueState& q, const Workload& w);
   bool FlavorMatches(const ResourceFlavor& flavor, const Workload& w, std::string* why) const;

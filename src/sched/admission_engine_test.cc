@@ -394,5 +394,41 @@ TEST(StopPolicyTest, AQueueNamingAnAdmissionCheckIsInactive) {
   EXPECT_THAT(e.Why("w")->message, HasSubstr("AdmissionCheck \"provisioning\" does not exist"));
 }
 
+// b-high needs 2 CPUs in b, which uses 1 of its 2; a borrows 1 of b's with a
+// low-priority workload. Reclaiming alone gives b back only what it would
+// then have to borrow, so it is not allowed; borrowWithinCohort allows it,
+// up to its priority threshold.
+TEST(PreemptionTest, BorrowWithinCohortPreemptsLowerPriorityBorrowersSoThePreemptorCanBorrow) {
+  struct Case {
+    std::string borrow_policy;
+    std::optional<int64_t> threshold;
+    std::vector<std::string> victims;
+  };
+  for (const Case& t : std::vector<Case>{{"Never", std::nullopt, {}},
+                                         {"LowerPriority", std::nullopt, {"a-low"}},
+                                         {"LowerPriority", 0, {"a-low"}},
+                                         {"LowerPriority", -1, {}}}) {
+    SCOPED_TRACE(t.borrow_policy + " threshold " + (t.threshold ? std::to_string(*t.threshold) : "unset"));
+    KueueConfig c = TwoInACohort(Q("cpu", 2), Q("cpu", 2));
+    c.cluster_queues[1].preemption.reclaim_within_cohort = "LowerPriority";
+    c.cluster_queues[1].preemption.borrow_within_cohort = t.borrow_policy;
+    c.cluster_queues[1].preemption.max_priority_threshold = t.threshold;
+    AdmissionEngine e;
+    e.Configure(c);
+    ASSERT_TRUE(e.Submit(W("a-low", 3, "qa", 0)).ok());
+    ASSERT_TRUE(e.Submit(W("b-own", 1, "qb", 10)).ok());
+    ASSERT_EQ(e.Schedule().size(), 2u);
+    ASSERT_TRUE(e.Submit(W("b-high", 2, "qb", 10)).ok());
+    EXPECT_TRUE(e.Schedule().empty());
+    auto evictions = e.TakeEvictions();
+    EXPECT_EQ(Victims(evictions), t.victims);
+    if (!evictions.empty()) {
+      EXPECT_EQ(evictions[0].reason, "InCohortReclaimWhileBorrowing");
+      e.Remove("a-low");
+      EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"b-high"});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tau::sched
