@@ -57,7 +57,7 @@ SyntheticResult Synthetic(int workloads, int queues, int cohorts) {
     ClusterQueue cq;
     cq.name = "cq-" + std::to_string(q);
     cq.cohort_name = "cohort-" + std::to_string(q % cohorts);
-    cq.namespace_selector_all = true;
+    cq.namespace_selector = LabelSelector{};
     cq.resource_groups = {{{"cpu", "nvidia.com/gpu"},
                            {{"default",
                              {{"cpu", Quantity::FromUnits(64), std::nullopt, std::nullopt},
@@ -132,7 +132,7 @@ TraceResult Trace(const std::string& dir) {
   KueueConfig config;
   ClusterQueue cq;
   cq.name = "cluster";
-  cq.namespace_selector_all = true;
+  cq.namespace_selector = LabelSelector{};
   cq.flavor_fungibility.when_can_borrow = "TryNextFlavor";
   ResourceGroup group{{"cpu", "memory", "nvidia.com/gpu"}, {}};
   int64_t total_gpu = 0;

@@ -74,6 +74,46 @@ class Decoder {
     return false;
   }
 
+  // A metav1.LabelSelector: matchLabels and matchExpressions.
+  sched::LabelSelector Selector(const Node& n, std::string_view where) {
+    sched::LabelSelector sel;
+    Keys(n, where, {"matchLabels", "matchExpressions"});
+    if (const Node* labels = n.Find("matchLabels"); labels && Mapping(*labels, "matchLabels")) {
+      for (const auto& e : labels->entries) {
+        sel.match_labels[e.key.scalar] = String(&e.value, "matchLabels value", true, *labels);
+      }
+    }
+    if (const Node* exprs = n.Find("matchExpressions")) {
+      if (!exprs->IsSequence()) {
+        if (!exprs->IsNull()) {
+          diags_->Error(exprs->location, fmt::format("matchExpressions: expected a list, got {}", exprs->Describe()));
+        }
+        return sel;
+      }
+      for (const Node& e : exprs->items) {
+        if (!Mapping(e, "matchExpressions[]")) continue;
+        Keys(e, "matchExpressions[]", {"key", "operator", "values"});
+        sched::LabelSelectorRequirement r;
+        r.key = String(e.Find("key"), "key", true, e);
+        r.op = Enum(e.Find("operator"), "operator", {"In", "NotIn", "Exists", "DoesNotExist"}, "", e);
+        if (!e.Find("operator")) diags_->Error(e.location, "missing required field \"operator\"");
+        if (const Node* values = e.Find("values"); values && values->IsSequence()) {
+          for (const Node& v : values->items) r.values.push_back(String(&v, "values[]", true, *values));
+        } else if (values && !values->IsNull()) {
+          diags_->Error(values->location, fmt::format("values: expected a list, got {}", values->Describe()));
+        }
+        const bool wants_values = r.op == "In" || r.op == "NotIn";
+        if (wants_values && r.values.empty()) {
+          diags_->Error(e.location, fmt::format("operator {} needs a non-empty \"values\" list", r.op));
+        } else if (!wants_values && !r.op.empty() && !r.values.empty()) {
+          diags_->Error(e.location, fmt::format("operator {} takes no \"values\"", r.op));
+        }
+        sel.match_expressions.push_back(std::move(r));
+      }
+    }
+    return sel;
+  }
+
   std::string String(const Node* n, std::string_view where, bool required, const Node& parent) {
     if (!n) {
       if (required) diags_->Error(parent.location, fmt::format("missing required field \"{}\"", where));
@@ -263,13 +303,8 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
     cq.cohort_name = d.String(spec.Find(v1beta1 ? "cohort" : "cohortName"), "cohortName", false, spec);
     cq.queueing_strategy = d.Enum(spec.Find("queueingStrategy"), "queueingStrategy", {"StrictFIFO", "BestEffortFIFO"},
                                   "BestEffortFIFO", spec);
-    if (const Node* sel = spec.Find("namespaceSelector")) {
-      cq.namespace_selector_all = sel->IsMapping() && sel->entries.empty();
-      if (!cq.namespace_selector_all && !sel->IsNull()) {
-        diags->Warning(sel->location,
-                       "namespaceSelector: only {} (every workspace) is understood by the embedded engine; "
-                       "this selector matches no workspace");
-      }
+    if (const Node* sel = spec.Find("namespaceSelector"); sel && d.Mapping(*sel, "namespaceSelector")) {
+      cq.namespace_selector = d.Selector(*sel, "namespaceSelector");
     }
     if (const Node* groups = spec.Find("resourceGroups")) cq.resource_groups = d.ResourceGroups(*groups, "resourceGroups");
     if (const Node* p = spec.Find("preemption"); p && d.Mapping(*p, "preemption")) {

@@ -41,7 +41,8 @@ TEST(KueueConfigTest, KueuesSingleClusterQueueSetupApplies) {
   ASSERT_EQ(d.out.config.cluster_queues.size(), 1u);
   const auto& cq = d.out.config.cluster_queues[0];
   EXPECT_EQ(cq.name, "cluster-queue");
-  EXPECT_TRUE(cq.namespace_selector_all);
+  ASSERT_TRUE(cq.namespace_selector.has_value());
+  EXPECT_TRUE(cq.namespace_selector->Matches(sched::WorkspaceLabels("any-workspace")));
   EXPECT_EQ(cq.queueing_strategy, "BestEffortFIFO");
   ASSERT_EQ(cq.resource_groups.size(), 1u);
   EXPECT_EQ(cq.resource_groups[0].covered_resources, (std::vector<std::string>{"cpu", "memory", "pods"}));
@@ -132,6 +133,52 @@ TEST(KueueConfigTest, CommentsAndEmptyDocumentsAreFine) {
                      "metadata:\n  name: f\n---\n# trailing\n");
   EXPECT_TRUE(d.ok) << d.diagnostics;
   EXPECT_EQ(d.out.config.resource_flavors.size(), 1u);
+}
+
+TEST(KueueConfigTest, NamespaceSelectorsSelectWorkspacesByTheirNameLabel) {
+  Decoded d = Decode(R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: team-a
+spec:
+  namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: team-a
+    matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values: [scratch]
+)");
+  ASSERT_TRUE(d.ok) << d.diagnostics;
+  EXPECT_EQ(d.diagnostics, "");
+  const auto& sel = d.out.config.cluster_queues.at(0).namespace_selector;
+  ASSERT_TRUE(sel.has_value());
+  EXPECT_TRUE(sel->Matches(sched::WorkspaceLabels("team-a")));
+  EXPECT_FALSE(sel->Matches(sched::WorkspaceLabels("team-b")));
+}
+
+TEST(KueueConfigTest, BadNamespaceSelectorsArePositionedErrors) {
+  Decoded d = Decode(R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: q
+spec:
+  namespaceSelector:
+    matchExpressions:
+    - key: team
+      operator: Inside
+    - key: team
+      operator: In
+    - key: team
+      operator: Exists
+      values: [a]
+    matchLabel: {}
+)");
+  EXPECT_FALSE(d.ok);
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:9:17: error: operator: \"Inside\" is not valid"));
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:10:7: error: operator In needs a non-empty \"values\" list"));
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:12:7: error: operator Exists takes no \"values\""));
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:15:5: error: unknown field \"matchLabel\" in namespaceSelector"));
 }
 
 }  // namespace

@@ -107,7 +107,8 @@ std::optional<std::string> AdmissionEngine::ClusterQueueOf(const Workload& w, Pe
                                                   lq.namespace_, lq.name, lq.cluster_queue), 0};
       return std::nullopt;
     }
-    if (!it->second.spec->namespace_selector_all) {
+    const auto& selector = it->second.spec->namespace_selector;
+    if (!selector || !selector->Matches(WorkspaceLabels(w.namespace_))) {
       *why = {"NamespaceNotSelected", fmt::format("ClusterQueue \"{}\" does not select workspace \"{}\"",
                                                   lq.cluster_queue, w.namespace_), 0};
       return std::nullopt;

@@ -23,7 +23,7 @@ ClusterQueue CpuQueue(const std::string& name, ResourceQuota cpu, const std::str
   ClusterQueue cq;
   cq.name = name;
   cq.cohort_name = cohort;
-  cq.namespace_selector_all = true;
+  cq.namespace_selector = LabelSelector{};
   cq.resource_groups = {{{"cpu"}, {{"default", {cpu}}}}};
   return cq;
 }
@@ -143,13 +143,13 @@ KueueConfig GpuFlavors(const std::string& when_can_borrow) {
   ClusterQueue cq;
   cq.name = "gpus";
   cq.cohort_name = "shared";
-  cq.namespace_selector_all = true;
+  cq.namespace_selector = LabelSelector{};
   cq.flavor_fungibility.when_can_borrow = when_can_borrow;
   cq.resource_groups = {{{"nvidia.com/gpu"}, {{"h200", {Q("nvidia.com/gpu", 1)}}, {"a100", {Q("nvidia.com/gpu", 2)}}}}};
   ClusterQueue lender;
   lender.name = "lender";
   lender.cohort_name = "shared";
-  lender.namespace_selector_all = true;
+  lender.namespace_selector = LabelSelector{};
   lender.resource_groups = {{{"nvidia.com/gpu"}, {{"h200", {Q("nvidia.com/gpu", 4)}}}}};
   c.cluster_queues = {cq, lender};
   c.local_queues = {{"default", "q", "gpus", "None"}};
@@ -217,6 +217,30 @@ TEST(AdmissionEngineTest, QueuesAndClusterQueuesThatDoNotWork) {
   EXPECT_TRUE(e.Schedule().empty());
   EXPECT_EQ(e.Why("w")->reason, "ClusterQueueInactive");
   EXPECT_THAT(e.Why("w")->message, HasSubstr("ResourceFlavor \"gone\" does not exist"));
+}
+
+TEST(AdmissionEngineTest, ANamespaceSelectorDecidesWhichWorkspacesMayUseAQueue) {
+  ClusterQueue cq = CpuQueue("cq", Q("cpu", 4));
+  cq.namespace_selector = LabelSelector{{{kWorkspaceNameLabel, "team-a"}}, {}};
+  KueueConfig c = OneQueue(cq);
+  c.local_queues = {{"team-a", "q", "cq", "None"}, {"team-b", "q", "cq", "None"}};
+  AdmissionEngine e;
+  e.Configure(c);
+  Workload a = W("a", 1);
+  a.namespace_ = "team-a";
+  Workload b = W("b", 1);
+  b.namespace_ = "team-b";
+  EXPECT_TRUE(e.Submit(a).ok());
+  Status refused = e.Submit(b);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(refused.message(), HasSubstr("does not select workspace \"team-b\""));
+  cq.namespace_selector.reset();  // absent: no workspace, as in Kueue
+  c.cluster_queues = {cq};
+  AdmissionEngine none;
+  none.Configure(c);
+  Status not_selected = none.CheckFeasible(a);
+  EXPECT_FALSE(not_selected.ok());
+  EXPECT_THAT(not_selected.message(), HasSubstr("does not select workspace \"team-a\""));
 }
 
 TEST(AdmissionEngineTest, AHeldWorkloadKeepsItsPlaceButIsNotAdmitted) {

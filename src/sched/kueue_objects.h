@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/quantity.h"
+#include "sched/label_selector.h"
 
 namespace tau::sched {
 
@@ -63,9 +64,9 @@ struct ClusterQueue {
   std::string name;
   std::string cohort_name;
   std::string queueing_strategy = "BestEffortFIFO";  // or StrictFIFO
-  // Kueue: absent selects no namespace, {} selects all. Only {} (all
-  // workspaces) and matchLabels on workspace names are understood here.
-  bool namespace_selector_all = false;
+  // Which workspaces' LocalQueues may use it. As in Kueue: absent selects
+  // none, {} selects all; a workspace's labels are WorkspaceLabels().
+  std::optional<LabelSelector> namespace_selector;
   std::vector<ResourceGroup> resource_groups;
   Preemption preemption;
   FlavorFungibility flavor_fungibility;

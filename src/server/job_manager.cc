@@ -95,7 +95,7 @@ sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity) {
   c.resource_flavors = {{"default", {}, {}, {}}};
   sched::ClusterQueue cq;
   cq.name = "default";
-  cq.namespace_selector_all = true;
+  cq.namespace_selector = sched::LabelSelector{};
   cq.resource_groups = {{{"cpu", "memory", "nvidia.com/gpu"},
                          {{"default",
                            {{"cpu", Quantity::FromMilli(capacity.cpus_milli), std::nullopt, std::nullopt},
