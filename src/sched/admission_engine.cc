@@ -311,6 +311,10 @@ void AdmissionEngine::Remove(const std::string& id) {
   pending_info_.erase(id);
 }
 
+void AdmissionEngine::MarkEvicting(const std::string& id) {
+  if (admitted_.count(id)) evicting_.insert(id);
+}
+
 void AdmissionEngine::SetHeld(const std::string& id, bool held) {
   if (held) held_.insert(id);
   else held_.erase(id);

@@ -65,6 +65,9 @@ class AdmissionEngine {
   // workload holds quota on the flavors assignment would pick, whether or
   // not they are free now.
   void Restore(const Workload& workload);
+  // Marks a restored workload as already being evicted (its preemption was
+  // decided before a restart): it is not chosen as a victim again.
+  void MarkEvicting(const std::string& workload_id);
   // Forgets a pending workload, or releases an admitted one's quota.
   void Remove(const std::string& workload_id);
   void SetHeld(const std::string& workload_id, bool held);

@@ -682,12 +682,19 @@ void JobManager::RunAdmission() {
   std::vector<sched::Admission> admissions = engine_.Schedule();
   for (const sched::Eviction& ev : engine_.TakeEvictions()) {
     auto it = jobs_by_id_.find(ev.victim_id);
-    if (it == jobs_by_id_.end() || !it->second->preempted_by.empty()) continue;
+    if (it == jobs_by_id_.end() || !it->second->rec.preempted_by.empty()) continue;
     Job& victim = *it->second;
-    victim.preempted_by = ev.preemptor_id.empty() ? "its ClusterQueue's stopPolicy HoldAndDrain" : ev.preemptor_id;
-    std::string message = fmt::format("preempted by {} ({}); SIGTERM sent, SIGKILL after {}", victim.preempted_by,
+    victim.rec.preempted_by = ev.preemptor_id.empty() ? "its ClusterQueue's stopPolicy HoldAndDrain" : ev.preemptor_id;
+    std::string message = fmt::format("preempted by {} ({}); SIGTERM sent, SIGKILL after {}", victim.rec.preempted_by,
                                       ev.reason, FormatDuration(victim.spec.checkpoint.grace_period));
-    if (Status st = AppendEvent(victim, "Preempted", "Preempted", message); !st.ok()) LogStoreFailure(victim, st);
+    // Recorded before the signal, so that a restart in between still
+    // requeues the attempt rather than calling its end a failure.
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = SaveJob(victim);
+    if (st.ok()) st = AppendEvent(victim, "Preempted", "Preempted", message);
+    if (st.ok()) st = txn->Commit();
+    if (!st.ok()) LogStoreFailure(victim, st);
     StopRanks(victim);
   }
   for (const sched::Admission& a : admissions) {
@@ -1045,10 +1052,10 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
     }
   }
   // A preempted attempt sends the job back to its queue for another one.
-  if (!job.preempted_by.empty() && !job.rec.cancel_requested) {
+  if (!job.rec.preempted_by.empty() && !job.rec.cancel_requested) {
     state = JobState::kQueued;
     reason = "Preempted";
-    message = fmt::format("preempted by {}; queued for attempt {}", job.preempted_by, job.rec.attempt + 1);
+    message = fmt::format("preempted by {}; queued for attempt {}", job.rec.preempted_by, job.rec.attempt + 1);
   }
   attempt.state = state == JobState::kSucceeded   ? AttemptState::kSucceeded
                   : state == JobState::kCancelled ? AttemptState::kCancelled
@@ -1059,7 +1066,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   job.rec.reason = reason;
   job.rec.message = message;
   if (state != JobState::kQueued) job.rec.finished_at = attempt.finished_at;
-  job.preempted_by.clear();
+  job.rec.preempted_by.clear();
   Release(job);
   auto txn = store_->Begin();
   Status st = txn.status();

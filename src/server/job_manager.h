@@ -138,7 +138,6 @@ class JobManager {
     // The first rank that failed; the others are being stopped.
     std::optional<Result<exec::ExitStatus>> first_failure;
     bool oom_killed = false;  // the kernel OOM-killed a process of a rank
-    std::string preempted_by;  // set while the attempt stops for a preemptor
     std::vector<int> gpu_indexes;
     std::shared_ptr<const JobView> view;  // reset when the job changes
   };

@@ -69,6 +69,7 @@ Status JobManager::Recover() {
     used_ += job.request;
     job.holds_resources = true;
     if (auto w = ToWorkload(job); w.ok()) engine_.Restore(*w);
+    if (!job.rec.preempted_by.empty()) engine_.MarkEvicting(job.rec.id);
 
     // Each rank: a live shim (it holds its lock), an exit status, or neither.
     const int workers = static_cast<int>(job.spec.compute.workers);
@@ -136,7 +137,9 @@ Status JobManager::Recover() {
     for (int r = 0; r < workers; ++r) {
       if (alive[static_cast<size_t>(r)].pid > 0) WatchRank(job, r, alive[static_cast<size_t>(r)]);
     }
-    if (job.rec.cancel_requested) StopRanks(job);
+    // A stop asked for before the restart is asked again: the signal may
+    // not have been sent before the daemon went down.
+    if (job.rec.cancel_requested || !job.rec.preempted_by.empty()) StopRanks(job);
     // Ranks that ended meanwhile count now; one with neither a live shim nor
     // a status lost its shim (reason Lost). The last one finishes the attempt.
     for (int r = 0; r < workers; ++r) {

@@ -81,10 +81,14 @@ class JobManagerTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(root_); }
 
   TauHome home() const { return TauHome(root_ / "home"); }
-  std::unique_ptr<JobManager> Manager(FakeRunner* runner) {
+  std::unique_ptr<JobManager> Manager(FakeRunner* runner, bool preemption = false) {
     JobManagerOptions options;
     options.capacity = {2000, int64_t{4} << 30, 0};
     options.kueue = DefaultKueueConfig(options.capacity);
+    if (preemption) {
+      options.kueue.cluster_queues.at(0).preemption.within_cluster_queue = "LowerPriority";
+      options.kueue.priority_classes.push_back({"high", 1000, ""});
+    }
     return std::make_unique<JobManager>(home(), store_.get(), runner, &policy_, &clock_, options, &publisher_);
   }
   SubmitRequest Request(const std::string& body) {
@@ -370,6 +374,39 @@ TEST_F(RecoveryTest, AnAttemptThatEndedMeanwhileGetsItsRealStatus) {
   EXPECT_EQ(View(id)->job.state, JobState::kFailed);
   EXPECT_EQ(View(id)->job.exit_code, 5);
   EXPECT_TRUE(runner.starts.empty());
+}
+
+TEST_F(RecoveryTest, APreemptedAttemptThatStopsAcrossARestartIsRequeued) {
+  constexpr char kLow[] = "name: low\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 2}\n";
+  constexpr char kHigh[] = "name: high\npriority: high\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 2}\n";
+  std::string low, high;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first, /*preemption=*/true);
+    low = (*jobs->Submit(Request(kLow)))->job.id;
+    high = (*jobs->Submit(Request(kHigh)))->job.id;
+    ASSERT_EQ(first.stopped, std::vector<int64_t>{1000}) << "low is preempted";
+    ASSERT_EQ(View(high)->job.state, JobState::kQueued);
+  }
+  // The daemon restarts while low's shim is still stopping: the stop is
+  // asked again and low is not picked as a victim a second time.
+  FakeRunner runner;
+  runner.lock_holders[LockPath(low, 1)] = 4242;
+  auto jobs = Manager(&runner, /*preemption=*/true);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_EQ(runner.stopped, std::vector<int64_t>{4242});
+  EXPECT_TRUE(runner.starts.empty());
+  // Its end, a SIGTERM, is a preemption, not a failure.
+  exec::ExitStatus terminated;
+  terminated.signal = 15;
+  runner.statuses[StatusPath(low, 1)] = terminated;
+  jobs->OnShimExit(runner.TokenOf(4242));
+  EXPECT_EQ(View(low)->job.state, JobState::kQueued);
+  ASSERT_EQ(View(low)->attempts.size(), 1u);
+  EXPECT_EQ(View(low)->attempts[0].reason, "Preempted");
+  EXPECT_EQ(View(low)->job.reason, "WaitingForQuota") << "high runs now";
+  ASSERT_EQ(runner.starts.size(), 1u);
+  EXPECT_THAT(runner.starts[0].status_path, HasSubstr(high));
 }
 
 TEST_F(RecoveryTest, AShimThatDiedWithoutAStatusIsLost) {

@@ -42,7 +42,7 @@ namespace {
 constexpr char kJobColumns[] =
     "id, seq, name, workspace, queue, state, reason, message, exit_code, attempt, spec_json, "
     "spec_sha256, snapshot_digest, submit_command, cancel_requested, created_at, admitted_at, "
-    "started_at, finished_at, depends_on, secret_env, held, priority_class";
+    "started_at, finished_at, depends_on, secret_env, held, priority_class, preempted_by";
 
 void BindJob(Statement& st, const JobRecord& j) {
   st.Bind(1, j.id).Bind(2, j.seq).Bind(3, j.name).Bind(4, j.workspace).Bind(5, j.queue)
@@ -51,7 +51,8 @@ void BindJob(Statement& st, const JobRecord& j) {
       .Bind(13, j.snapshot_digest).Bind(14, j.submit_command)
       .Bind(15, int64_t{j.cancel_requested ? 1 : 0}).Bind(16, j.created_at)
       .Bind(17, j.admitted_at).Bind(18, j.started_at).Bind(19, j.finished_at).Bind(20, j.depends_on)
-      .Bind(21, j.secret_env).Bind(22, int64_t{j.held ? 1 : 0}).Bind(23, j.priority_class);
+      .Bind(21, j.secret_env).Bind(22, int64_t{j.held ? 1 : 0}).Bind(23, j.priority_class)
+      .Bind(24, j.preempted_by);
 }
 
 }  // namespace
@@ -59,7 +60,7 @@ void BindJob(Statement& st, const JobRecord& j) {
 Status JobStore::InsertJob(const JobRecord& job) {
   TAU_ASSIGN_OR_RETURN(Statement st,
                        db_->Prepare(fmt::format("INSERT INTO jobs ({}) VALUES "
-                                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                                 kJobColumns)));
   BindJob(st, job);
   return st.Run();
@@ -71,7 +72,7 @@ Status JobStore::UpdateJob(const JobRecord& job) {
                                     "state=?6, reason=?7, message=?8, exit_code=?9, attempt=?10, "
                                     "spec_json=?11, spec_sha256=?12, snapshot_digest=?13, "
                                     "submit_command=?14, cancel_requested=?15, created_at=?16, "
-                                    "admitted_at=?17, started_at=?18, finished_at=?19, depends_on=?20, secret_env=?21, held=?22, priority_class=?23 WHERE id=?1"));
+                                    "admitted_at=?17, started_at=?18, finished_at=?19, depends_on=?20, secret_env=?21, held=?22, priority_class=?23, preempted_by=?24 WHERE id=?1"));
   BindJob(st, job);
   TAU_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() != 1) return NotFoundError(fmt::format("job {} is not in the database", job.id));
@@ -141,6 +142,7 @@ Result<std::vector<JobRecord>> JobStore::LoadJobs() {
     j.secret_env = st.Text(20);
     j.held = st.Int(21) != 0;
     j.priority_class = st.Text(22);
+    j.preempted_by = st.Text(23);
     out.push_back(std::move(j));
   }
   return out;

@@ -37,7 +37,7 @@ TEST_F(JobStoreTest, MigratesAndReopens) {
   {
     auto store = JobStore::Open(Path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    EXPECT_EQ(*(*store)->SchemaVersion(), 5);
+    EXPECT_EQ(*(*store)->SchemaVersion(), 6);
     ASSERT_TRUE((*store)->InsertJob(Job("j_a", 1)).ok());
   }
   auto again = JobStore::Open(Path());
@@ -62,6 +62,9 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   j.finished_at = 9;
   j.submit_command = "tau run x.yaml";
   j.depends_on = "j_aaaaaaaaaa,j_bbbbbbbbbb";
+  j.held = true;
+  j.priority_class = "high";
+  j.preempted_by = "j_cccccccccc";
   ASSERT_TRUE(store->InsertJob(j).ok());
   auto loaded = (*store->LoadJobs())[0];
   EXPECT_EQ(loaded.state, JobState::kFailed);
@@ -72,6 +75,9 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   EXPECT_EQ(loaded.finished_at, 9);
   EXPECT_EQ(loaded.submit_command, "tau run x.yaml");
   EXPECT_EQ(loaded.depends_on, "j_aaaaaaaaaa,j_bbbbbbbbbb");
+  EXPECT_TRUE(loaded.held);
+  EXPECT_EQ(loaded.priority_class, "high");
+  EXPECT_EQ(loaded.preempted_by, "j_cccccccccc");
   EXPECT_FALSE(loaded.exit_code == std::nullopt);
 
   loaded.state = JobState::kSucceeded;

@@ -79,6 +79,11 @@ ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
     R"sql(
 ALTER TABLE jobs ADD COLUMN priority_class TEXT NOT NULL DEFAULT '';
 )sql",
+    // 6: who preempted the running attempt, so that an attempt stopping
+    // across a daemon restart still goes back to its queue.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN preempted_by TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 }  // namespace

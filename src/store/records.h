@@ -45,6 +45,9 @@ struct JobRecord {
   bool held = false;  // kept in its queue but not admitted (tau hold)
   // The WorkloadPriorityClass set with tau set-priority; "" keeps the spec's.
   std::string priority_class;
+  // Set while the current attempt stops because it was preempted (by this
+  // job id, or a stopPolicy): when it ends, the job is queued again.
+  std::string preempted_by;
   int64_t created_at = 0;
   std::optional<int64_t> admitted_at;
   std::optional<int64_t> started_at;
