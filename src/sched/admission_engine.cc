@@ -34,6 +34,8 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
   tree_ = QuotaTree();
   flavors_.clear();
   for (const auto& f : config_.resource_flavors) flavors_[f.name] = &f;
+  local_queues_.clear();
+  for (const auto& lq : config_.local_queues) local_queues_.emplace(std::make_pair(lq.namespace_, lq.name), &lq);
 
   std::map<std::string, QuotaTree::NodeId> cohorts;
   auto cohort_node = [&](const std::string& name) {
@@ -99,8 +101,8 @@ std::optional<QuotaTree::NodeId> AdmissionEngine::ClusterQueueNode(const std::st
 }
 
 std::optional<std::string> AdmissionEngine::ClusterQueueOf(const Workload& w, PendingInfo* why) const {
-  for (const auto& lq : config_.local_queues) {
-    if (lq.namespace_ != w.namespace_ || lq.name != w.local_queue) continue;
+  if (auto found = local_queues_.find({w.namespace_, w.local_queue}); found != local_queues_.end()) {
+    const LocalQueue& lq = *found->second;
     auto it = queues_.find(lq.cluster_queue);
     if (it == queues_.end()) {
       *why = {"ClusterQueueNotFound", fmt::format("LocalQueue {}/{} points to ClusterQueue \"{}\", which does not exist",
@@ -347,6 +349,10 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   }
   std::set<std::string> parked;         // workloads that cannot go this pass
   std::set<std::string> blocked_queues; // StrictFIFO queues whose head cannot go
+  // Per queue, where the scan for its next candidate starts: everything
+  // before it is held, backing off or parked for the rest of the pass (an
+  // admitted head is erased, so the next one moves into its place).
+  std::map<const QueueState*, size_t> scan_from;
   while (true) {
     // One candidate per queue: its first workload not held or parked.
     struct Candidate {
@@ -357,7 +363,9 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     std::vector<Candidate> candidates;
     for (auto& [name, q] : queues_) {
       if (!q.inactive_reason.empty() || q.spec->stop_policy != "None" || blocked_queues.count(name)) continue;
-      for (const std::string& id : q.pending) {
+      size_t& i = scan_from[&q];
+      for (; i < q.pending.size(); ++i) {
+        const std::string& id = q.pending[i];
         if (held_.count(id) || backoff_until_.count(id) || parked.count(id)) continue;
         const Workload& w = workloads_.at(id);
         candidates.push_back({&q, &w, AssignFlavors(q, w)});

@@ -138,6 +138,7 @@ class AdmissionEngine {
   QuotaTree tree_;
   std::map<std::string, QueueState> queues_;       // by ClusterQueue name
   std::map<std::string, const ResourceFlavor*> flavors_;
+  std::map<std::pair<std::string, std::string>, const LocalQueue*> local_queues_;  // by (workspace, name)
   std::map<std::string, Workload> workloads_;      // pending and admitted
   std::map<std::string, Admission> admitted_;
   std::set<std::string> held_;
