@@ -455,6 +455,7 @@ void JobManager::StartAttempt(Job& job) {
     return;
   }
   attempt.state = AttemptState::kRunning;
+  attempt.pinned_cpus = PinnedCpus(job);
   attempt.shim_pid = job.ranks[0].shim->pid;
   attempt.shim_start_ticks = job.ranks[0].shim->start_ticks;
   attempt.started_at = NowMs();
@@ -495,6 +496,35 @@ void JobManager::WatchRank(Job& job, int rank, exec::ShimProcess shim) {
 void JobManager::StopRanks(Job& job) {
   for (const Job::Rank& r : job.ranks) {
     if (r.shim && !r.done) (void)runner_->Stop(*r.shim);
+  }
+}
+
+std::string JobManager::PinnedCpus(const Job& job) const {
+  std::vector<std::string> ranks;
+  bool any = false;
+  for (const Job::Rank& r : job.ranks) {
+    std::vector<std::string> ids;
+    for (int i : r.pinned) ids.push_back(std::to_string(options_.cpu_ids[static_cast<size_t>(i)]));
+    any = any || !ids.empty();
+    ranks.push_back(Join(ids, ","));
+  }
+  return any ? Join(ranks, ";") : "";
+}
+
+void JobManager::RestorePinning(Job& job, const std::string& pinned_cpus) {
+  if (pinned_cpus.empty() || options_.cgroups) return;
+  std::vector<std::string> ranks = Split(pinned_cpus, ';');
+  for (size_t r = 0; r < ranks.size() && r < job.ranks.size(); ++r) {
+    Job::Rank& rank = job.ranks[r];
+    for (const std::string& id : Split(ranks[r], ',')) {
+      // A CPU no longer in the daemon's set (it was restarted with
+      // another one) carries no load here.
+      auto it = std::find(options_.cpu_ids.begin(), options_.cpu_ids.end(), std::atoi(id.c_str()));
+      if (!id.empty() && it != options_.cpu_ids.end()) rank.pinned.push_back(static_cast<int>(it - options_.cpu_ids.begin()));
+    }
+    if (rank.pinned.empty()) continue;
+    rank.load_per_cpu = job.spec.compute.cpus.milli() / static_cast<int64_t>(rank.pinned.size());
+    for (int i : rank.pinned) cpu_load_[static_cast<size_t>(i)] += rank.load_per_cpu;
   }
 }
 

@@ -174,6 +174,10 @@ class JobManager {
   void WatchRank(Job& job, int rank, exec::ShimProcess shim);
   void StopRanks(Job& job);
   void Release(Job& job);
+  // The CPUs the ranks are pinned to, as stored in the attempt record, and
+  // back: restoring counts their load again (after a restart).
+  std::string PinnedCpus(const Job& job) const;
+  void RestorePinning(Job& job, const std::string& pinned_cpus);
   AttemptStart BuildAttemptStart(const Job& job, int64_t attempt, int rank, int port) const;
   void Publish();
   // Writes the failure of a store commit to the log; the job stays as it

@@ -77,6 +77,7 @@ Status JobManager::Recover() {
     if (options_.cgroups) {
       for (int r = 0; r < workers; ++r) job.ranks[static_cast<size_t>(r)].cgroup = fmt::format("{}-{}-{}", job.rec.id, n, r);
     }
+    RestorePinning(job, current.pinned_cpus);
     std::vector<exec::ShimProcess> alive(static_cast<size_t>(workers));
     std::vector<std::optional<Result<exec::ExitStatus>>> ended(static_cast<size_t>(workers));
     std::vector<std::string> alive_pids;

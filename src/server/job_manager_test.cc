@@ -409,6 +409,35 @@ TEST_F(RecoveryTest, APreemptedAttemptThatStopsAcrossARestartIsRequeued) {
   EXPECT_THAT(runner.starts[0].status_path, HasSubstr(high));
 }
 
+TEST_F(RecoveryTest, AReadoptedAttemptKeepsTheLoadOfTheCpusItIsPinnedTo) {
+  JobManagerOptions options;
+  options.capacity = {2000, int64_t{4} << 30, 0};
+  options.kueue = DefaultKueueConfig(options.capacity);
+  options.cpu_ids = {4, 7};
+  std::string a;
+  {
+    FakeRunner first;
+    JobManager jobs(home(), store_.get(), &first, &policy_, &clock_, options, &publisher_);
+    a = (*jobs.Submit(Request("name: a\nrun: {entrypoint: x}\ncompute: {cpus: 1, memory: 256Mi}\n")))->job.id;
+    ASSERT_EQ(first.starts.at(0).cpu_list, "4");
+  }
+  FakeRunner runner;
+  runner.lock_holders[LockPath(a, 1)] = 4242;
+  JobManager jobs(home(), store_.get(), &runner, &policy_, &clock_, options, &publisher_);
+  ASSERT_TRUE(jobs.Recover().ok());
+  (*jobs.Submit(Request("name: b\nrun: {entrypoint: x}\ncompute: {cpus: 500m, memory: 256Mi}\n")));
+  ASSERT_EQ(runner.starts.size(), 1u);
+  EXPECT_EQ(runner.starts[0].cpu_list, "7") << "CPU 4 still runs a";
+  // When a ends, its CPU's load is given back.
+  exec::ExitStatus ok;
+  ok.exit_code = 0;
+  runner.statuses[StatusPath(a, 1)] = ok;
+  jobs.OnShimExit(runner.TokenOf(4242));
+  (*jobs.Submit(Request("name: c\nrun: {entrypoint: x}\ncompute: {cpus: 500m, memory: 256Mi}\n")));
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(runner.starts[1].cpu_list, "4");
+}
+
 TEST_F(RecoveryTest, AShimThatDiedWithoutAStatusIsLost) {
   std::string id = RunningJob();
   FakeRunner runner;

@@ -89,15 +89,15 @@ Status JobStore::UpsertAttempt(const AttemptRecord& a) {
   TAU_ASSIGN_OR_RETURN(
       Statement st,
       db_->Prepare("INSERT INTO attempts (job_id, number, state, reason, exit_code, signal, shim_pid, "
-                   "shim_start_ticks, gpus, started_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                   "shim_start_ticks, gpus, started_at, finished_at, pinned_cpus) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
                    "ON CONFLICT(job_id, number) DO UPDATE SET state=excluded.state, "
                    "reason=excluded.reason, exit_code=excluded.exit_code, signal=excluded.signal, "
                    "shim_pid=excluded.shim_pid, shim_start_ticks=excluded.shim_start_ticks, "
                    "gpus=excluded.gpus, started_at=excluded.started_at, "
-                   "finished_at=excluded.finished_at"));
+                   "finished_at=excluded.finished_at, pinned_cpus=excluded.pinned_cpus"));
   st.Bind(1, a.job_id).Bind(2, a.number).Bind(3, AttemptStateName(a.state)).Bind(4, a.reason)
       .Bind(5, a.exit_code).Bind(6, a.signal).Bind(7, a.shim_pid).Bind(8, a.shim_start_ticks)
-      .Bind(9, a.gpus).Bind(10, a.started_at).Bind(11, a.finished_at);
+      .Bind(9, a.gpus).Bind(10, a.started_at).Bind(11, a.finished_at).Bind(12, a.pinned_cpus);
   return st.Run();
 }
 
@@ -151,7 +151,7 @@ Result<std::vector<JobRecord>> JobStore::LoadJobs() {
 Result<std::vector<AttemptRecord>> JobStore::LoadAttempts() {
   TAU_ASSIGN_OR_RETURN(Statement st,
                        db_->Prepare("SELECT job_id, number, state, reason, exit_code, signal, "
-                                    "shim_pid, shim_start_ticks, gpus, started_at, finished_at "
+                                    "shim_pid, shim_start_ticks, gpus, started_at, finished_at, pinned_cpus "
                                     "FROM attempts ORDER BY job_id, number"));
   std::vector<AttemptRecord> out;
   while (true) {
@@ -171,6 +171,7 @@ Result<std::vector<AttemptRecord>> JobStore::LoadAttempts() {
     a.gpus = st.Text(8);
     a.started_at = st.OptionalInt(9);
     a.finished_at = st.OptionalInt(10);
+    a.pinned_cpus = st.Text(11);
     out.push_back(std::move(a));
   }
   return out;

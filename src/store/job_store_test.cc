@@ -37,7 +37,7 @@ TEST_F(JobStoreTest, MigratesAndReopens) {
   {
     auto store = JobStore::Open(Path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    EXPECT_EQ(*(*store)->SchemaVersion(), 6);
+    EXPECT_EQ(*(*store)->SchemaVersion(), 7);
     ASSERT_TRUE((*store)->InsertJob(Job("j_a", 1)).ok());
   }
   auto again = JobStore::Open(Path());
@@ -96,11 +96,13 @@ TEST_F(JobStoreTest, AttemptsUpsertAndEventsPage) {
   ASSERT_TRUE(store->UpsertAttempt(a).ok());
   a.state = AttemptState::kSucceeded;
   a.exit_code = 0;
+  a.pinned_cpus = "4,5;6";
   ASSERT_TRUE(store->UpsertAttempt(a).ok());
   auto attempts = *store->LoadAttempts();
   ASSERT_EQ(attempts.size(), 1u);
   EXPECT_EQ(attempts[0].state, AttemptState::kSucceeded);
   EXPECT_EQ(attempts[0].gpus, "0,1");
+  EXPECT_EQ(attempts[0].pinned_cpus, "4,5;6");
   EXPECT_EQ(attempts[0].shim_start_ticks, 99);
 
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->AppendEvent({0, "j_c", i, "E" + std::to_string(i), "", ""}).ok());

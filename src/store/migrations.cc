@@ -84,6 +84,11 @@ ALTER TABLE jobs ADD COLUMN priority_class TEXT NOT NULL DEFAULT '';
     R"sql(
 ALTER TABLE jobs ADD COLUMN preempted_by TEXT NOT NULL DEFAULT '';
 )sql",
+    // 7: the CPUs each rank is pinned to (without cgroups), so that a
+    // restart counts the load of the attempts it re-adopts.
+    R"sql(
+ALTER TABLE attempts ADD COLUMN pinned_cpus TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 }  // namespace

@@ -69,6 +69,9 @@ struct AttemptRecord {
   std::string gpus;  // comma-separated GPU ids given to the attempt
   std::optional<int64_t> started_at;
   std::optional<int64_t> finished_at;
+  // Without cgroups, the CPU ids each rank is pinned to: comma-separated,
+  // ranks separated by ';' ("" when not pinned).
+  std::string pinned_cpus;
 };
 
 // A Kueue object as applied (tau admin apply), JSON.
