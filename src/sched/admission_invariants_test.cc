@@ -1,0 +1,175 @@
+// Randomized check of the admission engine's invariants: over thousands of
+// generated configurations and event sequences (submit, finish, preempt),
+// no ClusterQueue or cohort tree ever holds more quota than its limits
+// allow, and the quota tree's usage is exactly what the admitted workloads
+// hold. Deterministic: fixed seeds.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "sched/admission_engine.h"
+
+namespace tau::sched {
+namespace {
+
+struct Generated {
+  KueueConfig config;
+  std::vector<std::string> local_queues;
+};
+
+Generated RandomConfig(std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Generated g;
+  KueueConfig& c = g.config;
+  c.resource_flavors = {{"f1", {}, {}, {}}, {"f2", {}, {}, {}}};
+  auto quotas = [&](bool in_cohort) {
+    std::vector<FlavorQuotas> flavors;
+    for (const char* f : {"f1", "f2"}) {
+      ResourceQuota q{"cpu", Quantity::FromUnits(pick(0, 4)), std::nullopt, std::nullopt};
+      if (in_cohort && pick(0, 2) == 0) q.borrowing_limit = Quantity::FromUnits(pick(0, 3));
+      if (in_cohort && pick(0, 2) == 0) q.lending_limit = Quantity::FromUnits(pick(0, static_cast<int>(q.nominal_quota.milli() / 1000)));
+      flavors.push_back({f, {q}});
+    }
+    if (pick(0, 1) == 0) std::swap(flavors[0], flavors[1]);
+    return std::vector<ResourceGroup>{{{"cpu"}, flavors}};
+  };
+  // A root cohort, and sometimes two sub-cohorts with quota of their own.
+  c.cohorts.push_back({"root", "", pick(0, 1) ? quotas(false) : std::vector<ResourceGroup>{}, std::nullopt});
+  std::vector<std::string> cohorts = {"root", ""};
+  if (pick(0, 1)) {
+    for (const char* sub : {"c1", "c2"}) {
+      c.cohorts.push_back({sub, "root", pick(0, 1) ? quotas(true) : std::vector<ResourceGroup>{}, std::nullopt});
+      cohorts.push_back(sub);
+    }
+  }
+  const int queues = pick(2, 5);
+  for (int i = 0; i < queues; ++i) {
+    ClusterQueue cq;
+    cq.name = "cq" + std::to_string(i);
+    cq.cohort_name = cohorts[static_cast<size_t>(pick(0, static_cast<int>(cohorts.size()) - 1))];
+    cq.queueing_strategy = pick(0, 1) ? "StrictFIFO" : "BestEffortFIFO";
+    cq.namespace_selector = LabelSelector{};
+    cq.resource_groups = quotas(!cq.cohort_name.empty());
+    const char* within[] = {"Never", "LowerPriority", "LowerOrNewerEqualPriority"};
+    const char* reclaim[] = {"Never", "LowerPriority", "Any"};
+    cq.preemption.within_cluster_queue = within[pick(0, 2)];
+    cq.preemption.reclaim_within_cohort = reclaim[pick(0, 2)];
+    if (cq.preemption.reclaim_within_cohort != "Never" && pick(0, 1)) {
+      cq.preemption.borrow_within_cohort = "LowerPriority";
+      if (pick(0, 1)) cq.preemption.max_priority_threshold = pick(0, 2);
+    }
+    if (pick(0, 1)) cq.flavor_fungibility.when_can_borrow = "TryNextFlavor";
+    if (pick(0, 1)) cq.flavor_fungibility.when_can_preempt = "MayStopSearch";
+    c.local_queues.push_back({"default", "q" + std::to_string(i), cq.name, "None"});
+    g.local_queues.push_back("q" + std::to_string(i));
+    c.cluster_queues.push_back(std::move(cq));
+  }
+  return g;
+}
+
+const ResourceQuota* QuotaOf(const ClusterQueue& cq, const FlavorResource& fr) {
+  for (const auto& g : cq.resource_groups) {
+    for (const auto& f : g.flavors) {
+      if (f.name != fr.flavor) continue;
+      for (const auto& r : f.resources) {
+        if (r.name == fr.resource) return &r;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// Checks every invariant; returns "" or what is broken.
+std::string Broken(const AdmissionEngine& e, const std::map<std::string, Admission>& admitted) {
+  const QuotaTree& tree = e.quota();
+  std::set<QuotaTree::NodeId> roots;
+  for (const ClusterQueue& cq : e.config().cluster_queues) {
+    auto node = e.ClusterQueueNode(cq.name);
+    if (!node) return "no node for " + cq.name;
+    QuotaTree::NodeId root = *node;
+    while (auto parent = tree.Parent(root)) root = *parent;
+    roots.insert(root);
+    for (const char* flavor : {"f1", "f2"}) {
+      FlavorResource fr{flavor, "cpu"};
+      int64_t held = 0;
+      for (const auto& [id, a] : admitted) {
+        if (a.cluster_queue != cq.name) continue;
+        auto it = a.usage.find(fr);
+        if (it != a.usage.end()) held += it->second;
+      }
+      if (tree.Usage(*node, fr) != held) {
+        return cq.name + " usage " + std::to_string(tree.Usage(*node, fr)) + " but admitted workloads hold " +
+               std::to_string(held);
+      }
+      const ResourceQuota* q = QuotaOf(cq, fr);
+      const int64_t own = tree.SubtreeQuota(*node, fr);
+      if (cq.cohort_name.empty() && held > own) return cq.name + " exceeds its quota without a cohort";
+      if (q && q->borrowing_limit && held > own + q->borrowing_limit->milli()) {
+        return cq.name + " borrows past its borrowingLimit";
+      }
+    }
+  }
+  for (QuotaTree::NodeId root : roots) {
+    for (const char* flavor : {"f1", "f2"}) {
+      FlavorResource fr{flavor, "cpu"};
+      if (tree.Usage(root, fr) > tree.SubtreeQuota(root, fr)) {
+        return tree.Name(root) + " uses more " + flavor + " than its whole tree has";
+      }
+    }
+  }
+  return "";
+}
+
+TEST(AdmissionInvariantsTest, NoQuotaIsExceededOverRandomEventSequences) {
+  int admissions = 0, evictions = 0;
+  for (uint32_t seed = 1; seed <= 1500; ++seed) {
+    std::mt19937 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    Generated g = RandomConfig(rng);
+    AdmissionEngine e;
+    e.Configure(g.config);
+    std::map<std::string, Admission> admitted;
+    int next_id = 0;
+    for (int step = 0; step < 40; ++step) {
+      if (admitted.empty() || pick(0, 2) > 0) {
+        Workload w;
+        w.id = "w" + std::to_string(++next_id);
+        w.namespace_ = "default";
+        w.local_queue = g.local_queues[static_cast<size_t>(pick(0, static_cast<int>(g.local_queues.size()) - 1))];
+        w.priority = pick(0, 2);
+        w.seq = next_id;
+        w.per_pod = {{"cpu", int64_t{500} * pick(1, 6)}};
+        (void)e.Submit(w);  // refusals (never fits) are fine here
+      } else {
+        auto it = admitted.begin();
+        std::advance(it, pick(0, static_cast<int>(admitted.size()) - 1));
+        e.Remove(it->first);  // it finished
+        admitted.erase(it);
+      }
+      for (const Admission& a : e.Schedule()) {
+        ASSERT_FALSE(admitted.count(a.workload_id)) << "seed " << seed << ": admitted twice";
+        admitted[a.workload_id] = a;
+        ++admissions;
+      }
+      for (const Eviction& v : e.TakeEvictions()) {
+        ASSERT_TRUE(admitted.count(v.victim_id)) << "seed " << seed << ": evicting a workload not admitted";
+        e.Remove(v.victim_id);  // it stopped
+        admitted.erase(v.victim_id);
+        ++evictions;
+      }
+      std::string broken = Broken(e, admitted);
+      ASSERT_EQ(broken, "") << "seed " << seed << ", step " << step;
+    }
+  }
+  // The generated sequences exercise admission and preemption, not only refusals.
+  RecordProperty("admissions", admissions);
+  RecordProperty("evictions", evictions);
+  EXPECT_GT(admissions, 20000);
+  EXPECT_GT(evictions, 1000);
+}
+
+}  // namespace
+}  // namespace tau::sched
