@@ -233,12 +233,19 @@ class ApiServer::Impl {
       if (!result.ok()) return SendError(res, result.error());
       json reply = JobToJson(**result);
       const json& spec = (*body)["spec"];
+      json warnings = json::array();
       if (spec.contains("runtime") && spec["runtime"].contains("image")) {
-        reply["warnings"] = json::array({fmt::format(
+        warnings.push_back(fmt::format(
             "runtime.image \"{}\" is recorded but not used: the local executor runs jobs in this "
             "machine's own environment",
-            spec["runtime"]["image"].get<std::string>())});
+            spec["runtime"]["image"].get<std::string>()));
       }
+      if (spec.contains("retry") && spec["retry"].value("max_restarts", 0) > 0) {
+        warnings.push_back(
+            "retry is recorded but not acted on yet: a failed attempt ends the job (preempted attempts "
+            "are always requeued); resubmit to retry");
+      }
+      if (!warnings.empty()) reply["warnings"] = std::move(warnings);
       SendJson(res, reply, 201);
     });
 
