@@ -433,12 +433,8 @@ void JobManager::StartAttempt(Job& job) {
       });
       rank.pinned.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(want));
       rank.load_per_cpu = milli / static_cast<int64_t>(want);
-      std::vector<std::string> ids;
-      for (int i : rank.pinned) {
-        cpu_load_[static_cast<size_t>(i)] += rank.load_per_cpu;
-        ids.push_back(std::to_string(options_.cpu_ids[static_cast<size_t>(i)]));
-      }
-      start.cpu_list = Join(ids, ",");
+      for (int i : rank.pinned) cpu_load_[static_cast<size_t>(i)] += rank.load_per_cpu;
+      start.cpu_list = CpuList(rank);
       start.rlimit_data = job.spec.compute.memory.milli() / 1000;
     }
     if (!options_.cgroups || !start.cgroup_dir.empty()) shim = runner_->Start(start);
@@ -499,14 +495,18 @@ void JobManager::StopRanks(Job& job) {
   }
 }
 
+std::string JobManager::CpuList(const Job::Rank& rank) const {
+  std::vector<std::string> ids;
+  for (int i : rank.pinned) ids.push_back(std::to_string(options_.cpu_ids[static_cast<size_t>(i)]));
+  return Join(ids, ",");
+}
+
 std::string JobManager::PinnedCpus(const Job& job) const {
   std::vector<std::string> ranks;
   bool any = false;
   for (const Job::Rank& r : job.ranks) {
-    std::vector<std::string> ids;
-    for (int i : r.pinned) ids.push_back(std::to_string(options_.cpu_ids[static_cast<size_t>(i)]));
-    any = any || !ids.empty();
-    ranks.push_back(Join(ids, ","));
+    any = any || !r.pinned.empty();
+    ranks.push_back(CpuList(r));
   }
   return any ? Join(ranks, ";") : "";
 }

@@ -177,6 +177,7 @@ class JobManager {
   // The CPUs the ranks are pinned to, as stored in the attempt record, and
   // back: restoring counts their load again (after a restart).
   std::string PinnedCpus(const Job& job) const;
+  std::string CpuList(const Job::Rank& rank) const;  // "4,7": the CPU ids a rank is pinned to
   void RestorePinning(Job& job, const std::string& pinned_cpus);
   AttemptStart BuildAttemptStart(const Job& job, int64_t attempt, int rank, int port) const;
   void Publish();

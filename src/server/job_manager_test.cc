@@ -81,10 +81,15 @@ class JobManagerTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(root_); }
 
   TauHome home() const { return TauHome(root_ / "home"); }
-  std::unique_ptr<JobManager> Manager(FakeRunner* runner, bool preemption = false) {
+  // 2 CPUs and 4 GiB under the default queue.
+  static JobManagerOptions Options() {
     JobManagerOptions options;
     options.capacity = {2000, int64_t{4} << 30, 0};
     options.kueue = DefaultKueueConfig(options.capacity);
+    return options;
+  }
+  std::unique_ptr<JobManager> Manager(FakeRunner* runner, bool preemption = false) {
+    JobManagerOptions options = Options();
     if (preemption) {
       options.kueue.cluster_queues.at(0).preemption.within_cluster_queue = "LowerPriority";
       options.kueue.priority_classes.push_back({"high", 1000, ""});
@@ -286,9 +291,7 @@ TEST_F(JobManagerTest, EachRankGetsACgroupLeafAndAnOomKillIsNamed) {
   fs::path cgroupfs = root_ / "cgroupfs";
   fs::create_directories(cgroupfs);
   exec::Cgroup2Driver cgroups(cgroupfs);
-  JobManagerOptions options;
-  options.capacity = {2000, int64_t{4} << 30, 0};
-  options.kueue = DefaultKueueConfig(options.capacity);
+  JobManagerOptions options = Options();
   options.cgroups = &cgroups;
   FakeRunner runner;
   JobManager jobs(home(), store_.get(), &runner, &policy_, &clock_, options, &publisher_);
@@ -312,9 +315,7 @@ TEST_F(JobManagerTest, EachRankGetsACgroupLeafAndAnOomKillIsNamed) {
 }
 
 TEST_F(JobManagerTest, WithoutCgroupsRanksArePinnedToTheLeastLoadedCpus) {
-  JobManagerOptions options;
-  options.capacity = {2000, int64_t{4} << 30, 0};
-  options.kueue = DefaultKueueConfig(options.capacity);
+  JobManagerOptions options = Options();
   options.cpu_ids = {4, 7};  // the CPUs this daemon may use
   FakeRunner runner;
   JobManager jobs(home(), store_.get(), &runner, &policy_, &clock_, options, &publisher_);
@@ -410,9 +411,7 @@ TEST_F(RecoveryTest, APreemptedAttemptThatStopsAcrossARestartIsRequeued) {
 }
 
 TEST_F(RecoveryTest, AReadoptedAttemptKeepsTheLoadOfTheCpusItIsPinnedTo) {
-  JobManagerOptions options;
-  options.capacity = {2000, int64_t{4} << 30, 0};
-  options.kueue = DefaultKueueConfig(options.capacity);
+  JobManagerOptions options = Options();
   options.cpu_ids = {4, 7};
   std::string a;
   {
