@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/api_client.h"
+#include "cli/command_support.h"
 #include "cli/connect.h"
 #include "cli/exit_codes.h"
 #include "cli/table.h"
@@ -19,19 +20,6 @@
 namespace tau::cli {
 using nlohmann::json;
 
-namespace {
-
-int Fail(const Status& st) {
-  std::fprintf(stderr, "tau: %s\n", st.message().c_str());
-  return kExitFailure;
-}
-
-Result<ApiClient> Client() {
-  TAU_ASSIGN_OR_RETURN(ServerEndpoint endpoint, ConnectToServer(true));
-  return ApiClient(endpoint);
-}
-
-}  // namespace
 
 int RunAdminApply(const std::vector<std::string>& files) {
   // Check locally first: positioned errors without a server.

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "cli/api_client.h"
+#include "cli/command_support.h"
 #include "cli/connect.h"
 #include "cli/exit_codes.h"
 #include "cli/table.h"
@@ -35,31 +36,6 @@ using nlohmann::json;
 
 namespace {
 
-int Fail(const Status& st) {
-  std::fprintf(stderr, "tau: %s\n", st.message().c_str());
-  return kExitFailure;
-}
-
-// Milliseconds since the epoch of an RFC 3339 UTC time ("...Z"), or -1.
-int64_t ParseTime(const json& value) {
-  if (!value.is_string()) return -1;
-  std::tm tm{};
-  int ms = 0;
-  std::string s = value.get<std::string>();
-  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec, &ms) < 6) {
-    return -1;
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
-}
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 std::string Age(const json& time) {
   int64_t t = ParseTime(time);
   return t < 0 ? "-" : FormatDurationShort(Duration(NowMs() - t));
@@ -76,18 +52,6 @@ std::string StateText(const json& job) {
   std::string state = job.value("state", "");
   if (job.value("cancel_requested", false) && (state == "Running" || state == "Admitted")) return "Cancelling";
   return state;
-}
-
-Result<ApiClient> Client(bool start_if_needed = true) {
-  TAU_ASSIGN_OR_RETURN(ServerEndpoint endpoint, ConnectToServer(start_if_needed));
-  return ApiClient(endpoint);
-}
-
-std::string JobPath(const std::string& job) { return "/api/v1/jobs/" + UrlEscape(job); }
-
-void PrintJsonOrYaml(const json& value, const std::string& output) {
-  if (output == "yaml") std::printf("%s", render::EmitYaml(value).c_str());
-  else std::printf("%s\n", value.dump(2).c_str());
 }
 
 // Splits a stream into lines and hands each whole line to `on_line`.
@@ -133,6 +97,10 @@ int FollowJob(const std::string& id) {
   std::string reason = job->value("reason", "");
   if (state == "Succeeded") return 0;
   if (state == "Cancelled") return 130;
+  if ((*job)["attempts"].size() > 1) {
+    std::fprintf(stderr, "tau: job %s ended %s after %zu attempts: %s\n", id.c_str(), state.c_str(),
+                 (*job)["attempts"].size(), job->value("message", "").c_str());
+  }
   if (reason == "ExitCode" && (*job)["exit_code"].is_number_integer()) return (*job)["exit_code"].get<int>();
   const json& attempts = (*job)["attempts"];
   if (reason == "Signal" && !attempts.empty() && attempts.back()["signal"].is_number_integer()) {
@@ -291,17 +259,39 @@ int RunStatus(const std::string& id, const std::string& output) {
   if (!j["started_at"].is_null()) field("Started:", j["started_at"].get<std::string>());
   if (!j["finished_at"].is_null()) field("Finished:", j["finished_at"].get<std::string>());
   field("Duration:", Elapsed(j));
+  if (j.contains("retries")) {
+    const json& rt = j["retries"];
+    std::string retries = fmt::format("{} of {} restarts, {} of {} interruptions", rt.value("restarts", 0),
+                                      rt.value("max_restarts", 0), rt.value("interruptions", 0),
+                                      rt.value("max_interruptions", 0));
+    if (!rt["retry_at"].is_null()) {
+      int64_t at = ParseTime(rt["retry_at"]);
+      retries += fmt::format("; next attempt at {} (in {})", rt["retry_at"].get<std::string>(),
+                             FormatDurationShort(Duration(std::max<int64_t>(0, at - NowMs()))));
+    }
+    field("Retries:", retries);
+  }
+  if (j.contains("checkpoints") && !j["checkpoints"].empty()) {
+    const json& newest = j["checkpoints"][0];
+    field("Checkpoint:", fmt::format("{} (newest of {}; tau checkpoints {})", newest.value("path", ""),
+                                     j["checkpoints"].size(), j.value("id", "")));
+  }
   if (!j["attempts"].empty()) {
     std::printf("\n%s\n", Styled("Attempts:", Style::kBold, color).c_str());
     std::vector<std::vector<std::string>> rows;
     for (const json& a : j["attempts"]) {
       std::string exit = a["exit_code"].is_null() ? (a["signal"].is_null() ? "-" : "signal " + a["signal"].dump())
                                                   : a["exit_code"].dump();
+      std::string resumed = a.value("resumed_from", "");
+      if (!resumed.empty()) resumed = fs::path(resumed).filename().string();
       rows.push_back({std::to_string(a.value("number", 0)), a.value("state", ""), exit, a.value("reason", ""),
+                      a.value("retry_reason", "").empty() ? "-" : a.value("retry_reason", ""),
+                      resumed.empty() ? "-" : resumed,
                       a["started_at"].is_null() ? "-" : a["started_at"].get<std::string>(),
                       a["finished_at"].is_null() ? "-" : a["finished_at"].get<std::string>()});
     }
-    std::printf("%s", RenderTable({"  #", "STATE", "EXIT", "REASON", "STARTED", "FINISHED"}, rows, TerminalWidth(stdout)).c_str());
+    std::printf("%s", RenderTable({"  #", "STATE", "EXIT", "REASON", "RAN FOR", "RESUMED FROM", "STARTED", "FINISHED"},
+                                  rows, TerminalWidth(stdout)).c_str());
   }
   std::printf("\n%s\n", Styled("Timeline:", Style::kBold, color).c_str());
   std::vector<std::vector<std::string>> rows;

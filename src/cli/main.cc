@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli/admin_commands.h"
+#include "cli/checkpoint_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
 #include "cli/spec_commands.h"
@@ -117,6 +118,20 @@ int Main(int argc, char** argv) {
   auto* cancel_cmd = app.add_subcommand("cancel", "Cancel jobs (SIGTERM, then SIGKILL after the grace period)");
   cancel_cmd->add_option("JOB", cancel_jobs, "Job ids or names")->required();
   cancel_cmd->callback([&] { exit_code = RunCancel(cancel_jobs); });
+
+  std::string checkpoints_job, checkpoints_output;
+  auto* checkpoints_cmd = app.add_subcommand("checkpoints", "List a job's complete checkpoints, newest first");
+  checkpoints_cmd->add_option("JOB", checkpoints_job, "Job id or name")->required();
+  checkpoints_cmd->add_option("-o,--output", checkpoints_output, "Output format")->check(CLI::IsMember({"json", "yaml"}));
+  checkpoints_cmd->callback([&] { exit_code = RunCheckpoints(checkpoints_job, checkpoints_output); });
+
+  std::string resume_job, resume_from;
+  bool resume_follow = false;
+  auto* resume_cmd = app.add_subcommand("resume", "Start a new attempt of an ended job from its newest checkpoint");
+  resume_cmd->add_option("JOB", resume_job, "Job id or name")->required();
+  resume_cmd->add_option("--from", resume_from, "Resume from this checkpoint (a name from tau checkpoints)");
+  resume_cmd->add_flag("-f,--follow", resume_follow, "Follow the job like tau run -f and exit with its outcome");
+  resume_cmd->callback([&] { exit_code = RunResume(resume_job, resume_from, resume_follow); });
 
   std::string events_job;
   bool events_follow = false;

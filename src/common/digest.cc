@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 
 namespace tau {
@@ -62,28 +63,50 @@ void Compress(std::array<uint32_t, 8>& h, const unsigned char* block) {
 
 }  // namespace
 
-std::string Sha256Hex(std::string_view data) {
-  std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+Sha256::Sha256()
+    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+
+void Sha256::Update(std::string_view data) {
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
-  size_t full = data.size() / 64;
-  for (size_t i = 0; i < full; ++i) Compress(h, p + 64 * i);
+  size_t n = data.size();
+  total_ += n;
+  if (buffered_ > 0) {
+    size_t take = std::min(n, buffer_.size() - buffered_);
+    std::memcpy(buffer_.data() + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    n -= take;
+    if (buffered_ < buffer_.size()) return;
+    Compress(h_, buffer_.data());
+    buffered_ = 0;
+  }
+  for (; n >= 64; p += 64, n -= 64) Compress(h_, p);
+  std::memcpy(buffer_.data(), p, n);
+  buffered_ = n;
+}
+
+std::string Sha256::FinalHex() {
   unsigned char tail[128] = {};
-  size_t rest = data.size() % 64;
-  std::memcpy(tail, p + 64 * full, rest);
-  tail[rest] = 0x80;
-  size_t tail_len = rest < 56 ? 64 : 128;
-  uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
+  std::memcpy(tail, buffer_.data(), buffered_);
+  tail[buffered_] = 0x80;
+  size_t tail_len = buffered_ < 56 ? 64 : 128;
+  uint64_t bits = total_ * 8;
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  Compress(h, tail);
-  if (tail_len == 128) Compress(h, tail + 64);
+  Compress(h_, tail);
+  if (tail_len == 128) Compress(h_, tail + 64);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(64);
-  for (uint32_t word : h) {
+  for (uint32_t word : h_) {
     for (int shift = 28; shift >= 0; shift -= 4) out += kHex[(word >> shift) & 0xF];
   }
   return out;
+}
+
+std::string Sha256Hex(std::string_view data) {
+  Sha256 hasher;
+  hasher.Update(data);
+  return hasher.FinalHex();
 }
 
 }  // namespace tau

@@ -50,5 +50,15 @@ TEST(DigestTest, Sha256) {
   EXPECT_EQ(Sha256Hex(std::string(64, 'x')), Sha256Hex(std::string(64, 'x')));
 }
 
+TEST(DigestTest, StreamingEqualsOneShotForEveryChunking) {
+  std::string data;
+  for (int i = 0; i < 300; ++i) data += static_cast<char>('a' + i % 26);
+  for (size_t chunk : {1u, 7u, 63u, 64u, 65u, 130u}) {
+    Sha256 hasher;
+    for (size_t at = 0; at < data.size(); at += chunk) hasher.Update(std::string_view(data).substr(at, chunk));
+    EXPECT_EQ(hasher.FinalHex(), Sha256Hex(data)) << "chunk " << chunk;
+  }
+}
+
 }  // namespace
 }  // namespace tau

@@ -240,11 +240,6 @@ class ApiServer::Impl {
             "machine's own environment",
             spec["runtime"]["image"].get<std::string>()));
       }
-      if (spec.contains("retry") && spec["retry"].value("max_restarts", 0) > 0) {
-        warnings.push_back(
-            "retry is recorded but not acted on yet: a failed attempt ends the job (preempted attempts "
-            "are always requeued); resubmit to retry");
-      }
       if (!warnings.empty()) reply["warnings"] = std::move(warnings);
       SendJson(res, reply, 201);
     });
@@ -272,6 +267,24 @@ class ApiServer::Impl {
       auto job = publisher_->Current()->Resolve(req.matches[1]);
       if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
       SendJson(res, JobToJson(*job));
+    });
+
+    server_.Post(R"(/api/v1/jobs/([^/]+)/resume)", [this](const httplib::Request& req, httplib::Response& res) {
+      std::string id = req.matches[1];
+      auto body = ParseBody(req);
+      if (!body.ok()) return SendError(res, body.error());
+      std::string from = body->value("from", "");
+      auto result = loop_->Call([&] { return jobs_->Resume(id, from); });
+      if (!result.ok()) return SendError(res, result.error());
+      SendJson(res, JobToJson(**result));
+    });
+
+    server_.Get(R"(/api/v1/jobs/([^/]+)/checkpoints)", [this](const httplib::Request& req, httplib::Response& res) {
+      auto job = publisher_->Current()->Resolve(req.matches[1]);
+      if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
+      json full = JobToJson(*job);
+      SendJson(res, {{"job", full["id"]}, {"checkpoint_dir", full["checkpoint_dir"]},
+                     {"keep", full["checkpoint_keep"]}, {"checkpoints", full["checkpoints"]}});
     });
 
     server_.Post(R"(/api/v1/jobs/([^/]+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
@@ -439,7 +452,8 @@ class ApiServer::Impl {
           return true;
         }
         bool attempt_over = store::IsTerminal(job->job.state) || cur->attempt < job->job.attempt ||
-                            job->job.state == store::JobState::kQueued;
+                            job->job.state == store::JobState::kQueued ||
+                            job->job.state == store::JobState::kRetrying;
         bool exists = cur->attempt <= job->job.attempt;
         std::string out;
         if (exists) {

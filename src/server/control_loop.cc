@@ -15,6 +15,15 @@ void ControlLoop::Post(std::function<void()> task) {
   cv_.notify_one();
 }
 
+void ControlLoop::PostAfter(std::chrono::milliseconds delay, std::function<void()> task) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    timers_.emplace(std::chrono::steady_clock::now() + delay, std::move(task));
+  }
+  cv_.notify_one();
+}
+
 void ControlLoop::Stop() {
   {
     std::lock_guard lock(mu_);
@@ -29,9 +38,22 @@ void ControlLoop::Run() {
     std::deque<std::function<void()>> batch;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      while (!stopping_ && tasks_.empty()) {
+        if (timers_.empty()) {
+          cv_.wait(lock);
+          continue;
+        }
+        auto due = timers_.begin()->first;
+        if (std::chrono::steady_clock::now() >= due) break;
+        cv_.wait_until(lock, due);
+      }
       if (tasks_.empty() && stopping_) return;
       batch.swap(tasks_);
+      auto now = std::chrono::steady_clock::now();
+      while (!stopping_ && !timers_.empty() && timers_.begin()->first <= now) {
+        batch.push_back(std::move(timers_.begin()->second));
+        timers_.erase(timers_.begin());
+      }
     }
     for (auto& task : batch) task();
   }

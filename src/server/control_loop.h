@@ -1,8 +1,10 @@
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -21,6 +23,9 @@ class ControlLoop {
   ControlLoop& operator=(const ControlLoop&) = delete;
 
   void Post(std::function<void()> task);
+  // Runs `task` on the loop once `delay` has passed (steady clock). Timers
+  // still pending at Stop are dropped.
+  void PostAfter(std::chrono::milliseconds delay, std::function<void()> task);
 
   // Runs `fn` on the loop and returns its result to the calling thread.
   // Must not be called from the loop itself.
@@ -49,6 +54,7 @@ class ControlLoop {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> tasks_;  // guarded by mu_
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> timers_;  // guarded by mu_
   bool stopping_ = false;                    // guarded by mu_
   std::thread thread_;
 };

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/duration.h"
 #include "common/log.h"
 #include "common/tau_home.h"
 #include "exec/cgroup.h"
@@ -49,11 +50,15 @@ struct Flags {
   int port = 0;
   log::Format log_format = log::Format::kLogfmt;
   log::Level log_level = log::Level::kInfo;
+  int64_t max_interruptions = 10;
+  Duration checkpoint_scan_interval = std::chrono::seconds(30);
 };
 
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr, "taugridd: %s\nusage: taugridd [--home DIR] [--port N] [--log-format logfmt|json] "
-                       "[--log-level debug|info|warn|error]\n", why.c_str());
+                       "[--log-level debug|info|warn|error]\n"
+                       "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n",
+               why.c_str());
   std::exit(2);
 }
 
@@ -74,6 +79,16 @@ Flags ParseFlags(int argc, char** argv) {
       else Usage("--log-format is logfmt or json");
     } else if (a == "--log-level") {
       if (!log::ParseLevel(value(), &f.log_level)) Usage("--log-level is debug, info, warn or error");
+    } else if (a == "--max-interruptions") {
+      std::string v = value();
+      char* end = nullptr;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 0 || n > 1000000) Usage("--max-interruptions is a count from 0");
+      f.max_interruptions = n;
+    } else if (a == "--checkpoint-scan-interval") {
+      auto d = ParseDuration(value());
+      if (!d.ok() || d->count() < 1000) Usage("--checkpoint-scan-interval is a duration of at least 1s (e.g. 30s)");
+      f.checkpoint_scan_interval = *d;
     } else if (a == "--help" || a == "-h") {
       Usage("the embedded TauGrid control plane");
     } else {
@@ -192,9 +207,18 @@ int Main(int argc, char** argv) {
       }
     }
   }
+  options.max_interruptions = flags.max_interruptions;
   StatePublisher publisher;
   ControlLoop loop;
+  // Slow file work (checkpoint digests) runs here, off the control loop.
+  // Declared after `loop`, so it stops first and its last results can
+  // still be posted back.
+  ControlLoop files;
   options.defer = [&loop](std::function<void()> task) { loop.Post(std::move(task)); };
+  options.after = [&loop](std::chrono::milliseconds delay, std::function<void()> task) {
+    loop.PostAfter(delay, std::move(task));
+  };
+  options.background = [&files](std::function<void()> task) { files.Post(std::move(task)); };
   JobManager* jobs_ptr = nullptr;
   LocalAttemptRunner runner(SelfDir() + "/tau-shim", [&loop, &jobs_ptr](uint64_t token) {
     loop.Post([&jobs_ptr, token] { jobs_ptr->OnShimExit(token); });
@@ -207,6 +231,12 @@ int Main(int argc, char** argv) {
     log::Error("server", "cannot recover the state", {{"error", recovered.ToString()}});
     return 1;
   }
+  // Checkpoints of running jobs are indexed (and pruned) periodically.
+  std::function<void()> scan_checkpoints = [&] {
+    jobs.RefreshRunningCheckpoints();
+    loop.PostAfter(flags.checkpoint_scan_interval, scan_checkpoints);
+  };
+  loop.PostAfter(flags.checkpoint_scan_interval, scan_checkpoints);
 
   ApiServerOptions api_options;
   api_options.port = flags.port;
@@ -235,6 +265,7 @@ int Main(int argc, char** argv) {
   fs::remove(home.server_json(), ec);
   api.Stop();
   http.join();
+  files.Stop();
   loop.Stop();
   return 0;
 }

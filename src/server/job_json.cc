@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "common/quantity.h"
 #include "common/strings.h"
+#include "resume/checkpoint_index.h"
 
 namespace tau::server {
 using nlohmann::json;
@@ -37,8 +38,19 @@ json JobToJson(const JobView& v) {
                         {"exit_code", OptionalInt(a.exit_code)},
                         {"signal", OptionalInt(a.signal)},
                         {"gpus", gpus},
+                        {"retry_reason", a.retry_reason},
+                        {"resumed_from", a.resumed_from},
                         {"started_at", Time(a.started_at)},
                         {"finished_at", Time(a.finished_at)}});
+  }
+  json checkpoints = json::array();
+  for (const auto& cp : resume::CheckpointsFromJson(j.checkpoints)) {
+    checkpoints.push_back({{"name", cp.name},
+                           {"path", v.checkpoint_dir + "/" + cp.name},
+                           {"folder", cp.folder},
+                           {"size_bytes", cp.size_bytes},
+                           {"completed_at", Time(cp.completed_at_ms)},
+                           {"digest", cp.digest}});
   }
   return {{"id", j.id},
           {"name", j.name},
@@ -50,6 +62,16 @@ json JobToJson(const JobView& v) {
           {"exit_code", OptionalInt(j.exit_code)},
           {"attempt", j.attempt},
           {"attempts", attempts},
+          {"retries",
+           {{"restarts", j.restarts},
+            {"max_restarts", v.max_restarts},
+            {"interruptions", j.interruptions},
+            {"max_interruptions", v.max_interruptions},
+            {"retry_at", Time(j.retry_at)},
+            {"next_reason", j.retry_reason}}},
+          {"checkpoint_dir", v.checkpoint_dir},
+          {"checkpoint_keep", v.checkpoint_keep},
+          {"checkpoints", checkpoints},
           {"cancel_requested", j.cancel_requested},
           {"held", j.held},
           {"priority_class", j.priority_class},

@@ -236,10 +236,12 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
     return FailedPreconditionError(fmt::format("job {} has already ended ({})", job->rec.id,
                                                store::JobStateName(job->rec.state)));
   }
-  if (job->rec.state == JobState::kQueued) {
+  if (job->rec.state == JobState::kQueued || job->rec.state == JobState::kRetrying) {
+    job->rec.message = job->rec.state == JobState::kQueued ? "cancelled before it started"
+                                                           : "cancelled while waiting to retry";
     job->rec.state = JobState::kCancelled;
     job->rec.reason = "Cancelled";
-    job->rec.message = "cancelled before it started";
+    job->rec.retry_at.reset();
     job->rec.finished_at = NowMs();
     TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
     TAU_RETURN_IF_ERROR(SaveJob(*job));
@@ -340,6 +342,8 @@ AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt, int 
       vars.insert(vars.end(), {{"RANK", std::to_string(rank)}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}});
     }
   }
+  if (!job.rec.retry_reason.empty()) vars.emplace_back("TAU_RETRY_REASON", job.rec.retry_reason);
+  if (!job.resumed_from.empty()) vars.emplace_back("TAU_RESUME_FROM", job.resumed_from);
   for (const auto& [k, v] : vars) s.env.push_back(k + "=" + v);
   for (const auto& [k, v] : spec.runtime.env) s.env.push_back(k + "=" + v);
   for (const auto& [k, v] : job.secret_env) s.env.push_back(k + "=" + v);
@@ -372,6 +376,11 @@ void JobManager::StartAttempt(Job& job) {
   std::vector<std::string> gpus;
   for (int g : job.gpu_indexes) gpus.push_back(std::to_string(g));
   attempt.gpus = Join(gpus, ",");
+  job.resumed_from = ResumePoint(job);
+  attempt.retry_reason = job.rec.retry_reason;
+  attempt.resumed_from = job.resumed_from;
+  const std::string chosen_checkpoint = job.rec.resume_from;
+  job.rec.resume_from.clear();  // used by this attempt only
   job.rec.state = JobState::kAdmitted;
   job.rec.attempt = number;
   job.rec.admitted_at = job.rec.admitted_at.value_or(NowMs());
@@ -381,7 +390,12 @@ void JobManager::StartAttempt(Job& job) {
     Status st = txn.status();
     if (st.ok()) st = SaveJob(job);
     if (st.ok()) st = SaveAttempt(job, attempt);
-    if (st.ok()) st = AppendEvent(job, "Admitted", "", fmt::format("attempt {}", number));
+    if (st.ok()) {
+      st = AppendEvent(job, "Admitted", "",
+                       job.resumed_from.empty()
+                           ? fmt::format("attempt {}", number)
+                           : fmt::format("attempt {}, resuming from {}", number, job.resumed_from));
+    }
     if (st.ok()) st = txn->Commit();
     if (!st.ok()) {
       // The database still says Queued; so does memory again.
@@ -389,6 +403,7 @@ void JobManager::StartAttempt(Job& job) {
       Release(job);
       job.rec.state = JobState::kQueued;
       job.rec.attempt = number - 1;
+      job.rec.resume_from = chosen_checkpoint;
       job.attempts.erase(std::remove_if(job.attempts.begin(), job.attempts.end(),
                                         [&](const AttemptRecord& a) { return a.number == number; }),
                          job.attempts.end());
@@ -652,21 +667,21 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
       message = "no exit code or signal recorded";
     }
   }
-  // A preempted attempt sends the job back to its queue for another one.
   if (!job.rec.preempted_by.empty() && !job.rec.cancel_requested) {
-    state = JobState::kQueued;
+    state = JobState::kFailed;  // even if it exited 0 on SIGTERM: it stopped because asked to
     reason = "Preempted";
-    message = fmt::format("preempted by {}; queued for attempt {}", job.rec.preempted_by, job.rec.attempt + 1);
+    message = fmt::format("preempted by {}", job.rec.preempted_by);
   }
   attempt.state = state == JobState::kSucceeded   ? AttemptState::kSucceeded
                   : state == JobState::kCancelled ? AttemptState::kCancelled
                                                   : AttemptState::kFailed;
-  if (state == JobState::kQueued) attempt.state = AttemptState::kFailed;
   attempt.reason = reason;
+  // Another attempt, now (Queued) or after a backoff (Retrying), or the end.
+  if (state == JobState::kFailed) state = ApplyRetryPolicy(job, reason, &message);
   job.rec.state = state;
   job.rec.reason = reason;
   job.rec.message = message;
-  if (state != JobState::kQueued) job.rec.finished_at = attempt.finished_at;
+  if (store::IsTerminal(state)) job.rec.finished_at = attempt.finished_at;
   job.rec.preempted_by.clear();
   Release(job);
   auto txn = store_->Begin();
@@ -679,6 +694,8 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   }
   if (st.ok()) st = txn->Commit();
   if (!st.ok()) LogStoreFailure(job, st);
+  if (state == JobState::kRetrying) ArmRetryTimer();
+  RefreshCheckpoints(job);
 }
 
 // ---- publication --------------------------------------------------------
@@ -698,6 +715,10 @@ void JobManager::Publish() {
       jv->cpus_milli = job->request.cpus_milli;
       jv->memory_bytes = job->request.memory_bytes;
       jv->project = job->spec.experiment.project;
+      jv->max_restarts = job->spec.retry.max_restarts;
+      jv->max_interruptions = options_.max_interruptions;
+      jv->checkpoint_dir = home_.checkpoint_dir(job->rec.id).string();
+      jv->checkpoint_keep = job->spec.checkpoint.keep;
       for (const auto& [k, v] : job->secret_env) jv->secret_env_names.push_back(k);
       // The view is what readers see: no secret values in it.
       jv->job.secret_env.clear();

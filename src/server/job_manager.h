@@ -1,10 +1,12 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +54,18 @@ struct JobManagerOptions {
   // Kueue manifests stored on a fresh install (Recover), when the store
   // holds no configuration yet. Empty: keep `kueue` unstored.
   std::string default_manifests;
+  // How many interruptions (preempted, gpu_fault, node_lost) a job is
+  // retried for, in all; they never count against retry.max_restarts.
+  int64_t max_interruptions = 10;
+  // Runs a task on the control loop after a delay (ControlLoop::PostAfter):
+  // the end of retry backoffs. Unset: nothing is armed and WakeRetries is
+  // called by hand (tests).
+  std::function<void(std::chrono::milliseconds, std::function<void()>)> after;
+  // Runs slow file work (checkpoint digests) off the control loop; its
+  // result comes back through `defer`. Unset: inline.
+  std::function<void(std::function<void()>)> background;
+  // A random number in [0, 1) for backoff jitter. Unset: a seeded PRNG.
+  std::function<double()> jitter;
 };
 
 // The manifests of the default configuration (see DefaultKueueConfig).
@@ -117,6 +131,20 @@ class JobManager {
   // The shim behind `token` is gone.
   void OnShimExit(uint64_t token);
 
+  // Starts a new attempt of an ended job (Succeeded, Failed, Cancelled)
+  // with its original snapshot and spec, from checkpoint `from` (a name in
+  // its index) or, when empty, its newest complete one. The retry budget
+  // starts again.
+  Result<std::shared_ptr<const JobView>> Resume(const std::string& id_or_name, const std::string& from);
+
+  // Queues the Retrying jobs whose backoff has ended. Runs from the timer
+  // JobManagerOptions::after arms; tests call it after moving the clock.
+  void WakeRetries();
+
+  // Indexes (and prunes) the checkpoints of every running job; the daemon
+  // calls it periodically (checkpoint_index_interval).
+  void RefreshRunningCheckpoints();
+
  private:
   struct Job {
     store::JobRecord rec;
@@ -139,6 +167,11 @@ class JobManager {
     std::optional<Result<exec::ExitStatus>> first_failure;
     bool oom_killed = false;  // the kernel OOM-killed a process of a rank
     std::vector<int> gpu_indexes;
+    // TAU_RESUME_FROM of the current attempt ("" for none).
+    std::string resumed_from;
+    // A checkpoint index is being built off the loop (see RefreshCheckpoints).
+    bool indexing = false;
+    bool index_again = false;  // another refresh was asked for meanwhile
     std::shared_ptr<const JobView> view;  // reset when the job changes
   };
 
@@ -180,6 +213,21 @@ class JobManager {
   std::string CpuList(const Job::Rank& rank) const;  // "4,7": the CPU ids a rank is pinned to
   void RestorePinning(Job& job, const std::string& pinned_cpus);
   AttemptStart BuildAttemptStart(const Job& job, int64_t attempt, int rank, int port) const;
+  // Retries (job_manager_retry.cc). Decides what follows a failed attempt
+  // whose reason is `reason`: kQueued (again now), kRetrying (after a
+  // backoff, retry_at set) or kFailed; updates the budget and the
+  // TAU_RETRY_REASON of the next attempt and appends the decision to
+  // `message`.
+  store::JobState ApplyRetryPolicy(Job& job, const std::string& reason, std::string* message);
+  // Makes WakeRetries run when the earliest backoff ends.
+  void ArmRetryTimer();
+  // The checkpoint the next attempt resumes from: an absolute path, or "".
+  std::string ResumePoint(const Job& job) const;
+  // Rebuilds the job's checkpoint index (digests off the loop when
+  // JobManagerOptions::background is set), prunes it to checkpoint.keep and
+  // stores it.
+  void RefreshCheckpoints(Job& job);
+  void ApplyCheckpointIndex(const std::string& id, std::string index_json, std::vector<std::string> deleted);
   void Publish();
   // Writes the failure of a store commit to the log; the job stays as it
   // was in memory and the daemon keeps running.
@@ -197,6 +245,7 @@ class JobManager {
   std::unordered_map<std::string, Job*> jobs_by_id_;
   std::unordered_map<uint64_t, std::pair<Job*, int>> jobs_by_token_;  // token -> job, rank
   bool admission_scheduled_ = false;
+  std::optional<int64_t> retry_timer_at_;  // when the armed retry timer fires (ms)
   sched::AdmissionEngine engine_;
   std::vector<store::KueueObjectRecord> kueue_objects_;
   // Decodes stored objects into a configuration.
@@ -209,6 +258,7 @@ class JobManager {
   sched::Resources used_;
   std::vector<bool> gpu_busy_;
   std::vector<int64_t> cpu_load_;  // milli-CPUs pinned to each of options_.cpu_ids
+  std::mt19937_64 rng_{std::random_device{}()};  // backoff jitter
 };
 
 }  // namespace tau::server

@@ -151,6 +151,7 @@ Status JobManager::Recover() {
       RankEnded(job, r, status);
     }
   }
+  ArmRetryTimer();  // backoffs that were running when the daemon stopped
   RunAdmission();
   Publish();
   return Status::Ok();

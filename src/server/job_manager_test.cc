@@ -2,6 +2,7 @@
 // after a daemon restart, deterministically.
 
 #include "server/job_manager.h"
+#include "server/job_manager_test_fixture.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,101 +23,6 @@ namespace fs = std::filesystem;
 using store::JobState;
 using ::testing::HasSubstr;
 
-class FakeRunner final : public AttemptRunner {
- public:
-  Result<exec::ShimProcess> Start(const AttemptStart& start) override {
-    starts.push_back(start);
-    if (fail_start) return PermissionDeniedError("cannot start tau-shim");
-    return exec::ShimProcess{next_pid++, 1};
-  }
-  Status Stop(const exec::ShimProcess& shim) override {
-    stopped.push_back(shim.pid);
-    return Status::Ok();
-  }
-  Status Watch(uint64_t token, int64_t pid) override {
-    watched[token] = pid;
-    return Status::Ok();
-  }
-  std::optional<int64_t> LockHolder(const std::string& lock_path) override {
-    auto it = lock_holders.find(lock_path);
-    if (it == lock_holders.end()) return std::nullopt;
-    return it->second;
-  }
-  Result<exec::ExitStatus> ReadStatus(const std::string& path) override {
-    auto it = statuses.find(path);
-    if (it == statuses.end()) return NotFoundError("no status");
-    return it->second;
-  }
-  uint64_t TokenOf(int64_t pid) const {
-    for (const auto& [token, p] : watched) {
-      if (p == pid) return token;
-    }
-    return 0;
-  }
-
-  std::vector<AttemptStart> starts;
-  std::vector<int64_t> stopped;
-  std::map<uint64_t, int64_t> watched;
-  std::map<std::string, int64_t> lock_holders;
-  std::map<std::string, exec::ExitStatus> statuses;
-  bool fail_start = false;
-  int64_t next_pid = 1000;
-};
-
-class JobManagerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("tau-jm-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "code");
-    std::ofstream(root_ / "code" / "run.sh") << "echo hi\n";
-    auto snap = evidence::PackSnapshot(root_ / "code", {});
-    ASSERT_TRUE(snap.ok());
-    digest_ = snap->digest;
-    fs::create_directories(home().blob(digest_).parent_path());
-    std::ofstream(home().blob(digest_), std::ios::binary) << snap->blob;
-    store_ = *store::JobStore::Open((root_ / "home" / "taugrid.db").string());
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  TauHome home() const { return TauHome(root_ / "home"); }
-  // 2 CPUs and 4 GiB under the default queue.
-  static JobManagerOptions Options() {
-    JobManagerOptions options;
-    options.capacity = {2000, int64_t{4} << 30, 0};
-    options.kueue = DefaultKueueConfig(options.capacity);
-    return options;
-  }
-  std::unique_ptr<JobManager> Manager(FakeRunner* runner, bool preemption = false) {
-    JobManagerOptions options = Options();
-    if (preemption) {
-      options.kueue.cluster_queues.at(0).preemption.within_cluster_queue = "LowerPriority";
-      options.kueue.priority_classes.push_back({"high", 1000, ""});
-    }
-    return std::make_unique<JobManager>(home(), store_.get(), runner, &policy_, &clock_, options, &publisher_);
-  }
-  SubmitRequest Request(const std::string& body) {
-    spec::Diagnostics diags;
-    spec::LoadOptions o;
-    o.check_files = false;
-    auto loaded = spec::LoadJobSpecText("schema_version: 1\n" + body, "t.yaml", "/", o, &diags);
-    EXPECT_TRUE(loaded.ok()) << diags.Format();
-    return {spec::JobSpecToJson(loaded->spec), digest_, "test", {}};
-  }
-  std::shared_ptr<const JobView> View(const std::string& id) { return publisher_.Current()->Resolve(id); }
-  std::string StatusPath(const std::string& id, int n) { return home().status_file(id, n).string(); }
-  std::string LockPath(const std::string& id, int n) { return home().attempt_lock(id, n).string(); }
-
-  fs::path root_;
-  std::string digest_;
-  std::unique_ptr<store::JobStore> store_;
-  sched::FifoPolicy policy_;
-  FakeClock clock_;
-  StatePublisher publisher_;
-};
-
-constexpr char kJob[] = "name: a\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n";
 
 TEST_F(JobManagerTest, SubmitStartsAndAnExitEndsTheJob) {
   FakeRunner runner;
@@ -442,8 +348,13 @@ TEST_F(RecoveryTest, AShimThatDiedWithoutAStatusIsLost) {
   FakeRunner runner;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
-  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  // The machine or the shim went away: an interruption, retried after a
+  // backoff without charging retry.max_restarts.
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
   EXPECT_EQ(View(id)->job.reason, "Lost");
+  EXPECT_EQ(View(id)->job.interruptions, 1);
+  EXPECT_EQ(View(id)->job.restarts, 0);
+  EXPECT_EQ(View(id)->job.retry_reason, "node_lost");
   EXPECT_TRUE(runner.starts.empty());
 }
 

@@ -21,6 +21,10 @@ struct JobView {
   int64_t cpus_milli = 0;    // all workers together
   int64_t memory_bytes = 0;  // all workers together
   std::string project;       // experiment.project
+  int64_t max_restarts = 0;       // retry.max_restarts
+  int64_t max_interruptions = 0;  // the daemon's limit
+  std::string checkpoint_dir;     // TAU_CHECKPOINT_DIR
+  int64_t checkpoint_keep = 0;    // checkpoint.keep
   std::vector<std::string> secret_env_names;  // names only: values are never published
 };
 

@@ -86,6 +86,20 @@ void ValidateJobSpec(const JobSpec& s, const PositionMap& pos, Diagnostics* diag
       }
     }
   }
+  if (s.retry.max_restarts > 0) {
+    bool names_a_failure = false;
+    for (const RetryCondition& cond : s.retry.on) {
+      names_a_failure = names_a_failure || cond.kind == RetryCondition::Kind::kExitCode ||
+                        cond.kind == RetryCondition::Kind::kOom;
+    }
+    if (!names_a_failure) {
+      diags->Warning(pos.At("retry.max_restarts"),
+                     fmt::format("retry.max_restarts is {} but retry.on names no failure of the job (exit:CODE "
+                                 "or oom), so it is never used; interruptions (preempted, gpu_fault, node_lost) "
+                                 "are retried without it",
+                                 s.retry.max_restarts));
+    }
+  }
   if (c.gpus == 0 && pos.Has("compute.gpu_class") && c.gpu_class != "any") {
     diags->Warning(pos.At("compute.gpu_class"),
                    fmt::format("compute.gpu_class: \"{}\" has no effect with compute.gpus 0",

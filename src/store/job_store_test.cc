@@ -37,7 +37,7 @@ TEST_F(JobStoreTest, MigratesAndReopens) {
   {
     auto store = JobStore::Open(Path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    EXPECT_EQ(*(*store)->SchemaVersion(), 7);
+    EXPECT_EQ(*(*store)->SchemaVersion(), 8);
     ASSERT_TRUE((*store)->InsertJob(Job("j_a", 1)).ok());
   }
   auto again = JobStore::Open(Path());
@@ -65,6 +65,12 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   j.held = true;
   j.priority_class = "high";
   j.preempted_by = "j_cccccccccc";
+  j.restarts = 2;
+  j.interruptions = 5;
+  j.retry_at = 1234;
+  j.retry_reason = "exit:3";
+  j.resume_from = "step-9";
+  j.checkpoints = "[]";
   ASSERT_TRUE(store->InsertJob(j).ok());
   auto loaded = (*store->LoadJobs())[0];
   EXPECT_EQ(loaded.state, JobState::kFailed);
@@ -78,6 +84,12 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   EXPECT_TRUE(loaded.held);
   EXPECT_EQ(loaded.priority_class, "high");
   EXPECT_EQ(loaded.preempted_by, "j_cccccccccc");
+  EXPECT_EQ(loaded.restarts, 2);
+  EXPECT_EQ(loaded.interruptions, 5);
+  EXPECT_EQ(loaded.retry_at, 1234);
+  EXPECT_EQ(loaded.retry_reason, "exit:3");
+  EXPECT_EQ(loaded.resume_from, "step-9");
+  EXPECT_EQ(loaded.checkpoints, "[]");
   EXPECT_FALSE(loaded.exit_code == std::nullopt);
 
   loaded.state = JobState::kSucceeded;
@@ -97,12 +109,16 @@ TEST_F(JobStoreTest, AttemptsUpsertAndEventsPage) {
   a.state = AttemptState::kSucceeded;
   a.exit_code = 0;
   a.pinned_cpus = "4,5;6";
+  a.retry_reason = "oom";
+  a.resumed_from = "/ckpt/step-3";
   ASSERT_TRUE(store->UpsertAttempt(a).ok());
   auto attempts = *store->LoadAttempts();
   ASSERT_EQ(attempts.size(), 1u);
   EXPECT_EQ(attempts[0].state, AttemptState::kSucceeded);
   EXPECT_EQ(attempts[0].gpus, "0,1");
   EXPECT_EQ(attempts[0].pinned_cpus, "4,5;6");
+  EXPECT_EQ(attempts[0].retry_reason, "oom");
+  EXPECT_EQ(attempts[0].resumed_from, "/ckpt/step-3");
   EXPECT_EQ(attempts[0].shim_start_ticks, 99);
 
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->AppendEvent({0, "j_c", i, "E" + std::to_string(i), "", ""}).ok());

@@ -89,6 +89,18 @@ ALTER TABLE jobs ADD COLUMN preempted_by TEXT NOT NULL DEFAULT '';
     R"sql(
 ALTER TABLE attempts ADD COLUMN pinned_cpus TEXT NOT NULL DEFAULT '';
 )sql",
+    // 8: retries (the budget spent, the backoff's end, why the next attempt
+    // runs), the checkpoint a resume starts from, and the checkpoint index.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN interruptions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN retry_at INTEGER;
+ALTER TABLE jobs ADD COLUMN retry_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN resume_from TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN checkpoints TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN retry_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN resumed_from TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 }  // namespace

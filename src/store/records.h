@@ -48,6 +48,20 @@ struct JobRecord {
   // Set while the current attempt stops because it was preempted (by this
   // job id, or a stopPolicy): when it ends, the job is queued again.
   std::string preempted_by;
+  // Retries spent: of the user's retry.max_restarts, and interruptions
+  // (preempted, gpu_fault, node_lost) counted apart.
+  int64_t restarts = 0;
+  int64_t interruptions = 0;
+  // While Retrying: when the backoff ends and the job is queued again.
+  std::optional<int64_t> retry_at;
+  // Why the next attempt runs ("exit:3", "preempted", "resume", ...): its
+  // TAU_RETRY_REASON. "" before the first attempt.
+  std::string retry_reason;
+  // The checkpoint `tau resume --from` named for the next attempt; "" for
+  // the newest.
+  std::string resume_from;
+  // The checkpoint index (resume/checkpoint_index.h), a JSON array.
+  std::string checkpoints;
   int64_t created_at = 0;
   std::optional<int64_t> admitted_at;
   std::optional<int64_t> started_at;
@@ -72,6 +86,10 @@ struct AttemptRecord {
   // Without cgroups, the CPU ids each rank is pinned to: comma-separated,
   // ranks separated by ';' ("" when not pinned).
   std::string pinned_cpus;
+  // Why this attempt ran (see JobRecord::retry_reason), and the absolute
+  // path of the checkpoint it was given as TAU_RESUME_FROM ("" for none).
+  std::string retry_reason;
+  std::string resumed_from;
 };
 
 // A Kueue object as applied (tau admin apply), JSON.

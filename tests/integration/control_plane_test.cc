@@ -50,16 +50,6 @@ TEST_F(ControlPlaneTest, ExitCodesAndSignalsReachTheCaller) {
   EXPECT_THAT(job["message"].get<std::string>(), HasSubstr("SIGKILL"));
 }
 
-TEST_F(ControlPlaneTest, ARetryPolicyIsNotSilentlyIgnored) {
-  std::string spec = WriteSpec("retry.yaml",
-      "schema_version: 1\nname: retry\nrun:\n  entrypoint: 'exit 3'\nretry:\n  max_restarts: 2\n"
-      "  on: [\"exit:3\"]\n");
-  CommandResult r = Tau({"run", "-f", spec});
-  EXPECT_EQ(r.exit_code, 3);
-  EXPECT_THAT(r.err, HasSubstr("warning: retry is recorded but not acted on yet"));
-  EXPECT_EQ(Job("retry")["attempts"].size(), 1u);
-}
-
 TEST_F(ControlPlaneTest, TheJobEnvironmentFollowsTheContract) {
   std::string spec = WriteSpec("env.yaml", CommandSpec("env-check", "env | grep -E \"^(TAU_|CUDA_VISIBLE|MY_VAR)\" | sort",
                                                        "runtime:\n  env:\n    MY_VAR: mine\n"));

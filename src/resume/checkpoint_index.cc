@@ -1,0 +1,202 @@
+#include "resume/checkpoint_index.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/digest.h"
+
+namespace tau::resume {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kMarker[] = ".complete";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+int64_t MtimeMs(const fs::path& p, std::error_code& ec) {
+  auto t = fs::last_write_time(p, ec);
+  if (ec) return 0;
+  auto sys = std::chrono::file_clock::to_sys(t);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(sys.time_since_epoch()).count();
+}
+
+Result<std::string> FileSha256(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("cannot read {}", path.string()));
+  Sha256 hasher;
+  std::string buf(1 << 20, '\0');
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    hasher.Update(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
+  }
+  if (in.bad()) return InternalError(fmt::format("reading {} failed", path.string()));
+  return hasher.FinalHex();
+}
+
+// The files of a folder checkpoint, relative paths sorted, with the
+// folder's size and newest mtime.
+struct FolderScan {
+  std::vector<std::string> files;
+  int64_t size = 0;
+  int64_t newest_ms = 0;
+};
+
+FolderScan ScanFolder(const fs::path& dir) {
+  FolderScan scan;
+  std::error_code ec;
+  scan.newest_ms = MtimeMs(dir, ec);
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    std::error_code e;
+    scan.newest_ms = std::max(scan.newest_ms, MtimeMs(it->path(), e));
+    if (it->is_regular_file(e)) {
+      scan.files.push_back(fs::relative(it->path(), dir, e).generic_string());
+      scan.size += static_cast<int64_t>(it->file_size(e));
+    }
+  }
+  std::sort(scan.files.begin(), scan.files.end());
+  return scan;
+}
+
+Result<std::string> Digest(const fs::path& path, bool folder) {
+  if (!folder) {
+    TAU_ASSIGN_OR_RETURN(std::string hex, FileSha256(path));
+    return "sha256:" + hex;
+  }
+  Sha256 lines;
+  for (const std::string& rel : ScanFolder(path).files) {
+    TAU_ASSIGN_OR_RETURN(std::string hex, FileSha256(path / rel));
+    lines.Update(rel + "\t" + hex + "\n");
+  }
+  return "sha256:" + lines.FinalHex();
+}
+
+bool Newer(const Checkpoint& a, const Checkpoint& b) {
+  if (a.completed_at_ms != b.completed_at_ms) return a.completed_at_ms > b.completed_at_ms;
+  return a.name > b.name;
+}
+
+}  // namespace
+
+bool IsIncompleteName(std::string_view name) {
+  return name.empty() || name.front() == '.' || EndsWith(name, ".tmp") || EndsWith(name, ".partial");
+}
+
+Result<std::vector<Checkpoint>> ListCheckpoints(const fs::path& dir) {
+  std::vector<Checkpoint> out;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return out;
+  struct Entry {
+    Checkpoint cp;
+    bool has_marker = false;
+  };
+  std::vector<Entry> entries;
+  bool markers = false;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (IsIncompleteName(name)) continue;
+    std::error_code e;
+    Entry entry;
+    entry.cp.name = name;
+    if (it->is_directory(e)) {
+      entry.cp.folder = true;
+      fs::path marker = it->path() / kMarker;
+      std::error_code absent;  // no marker is not an error
+      entry.has_marker = fs::is_regular_file(marker, absent);
+      FolderScan scan = ScanFolder(it->path());
+      entry.cp.size_bytes = scan.size;
+      entry.cp.completed_at_ms = entry.has_marker ? MtimeMs(marker, absent) : scan.newest_ms;
+      markers = markers || entry.has_marker;
+    } else if (it->is_regular_file(e)) {
+      entry.cp.size_bytes = static_cast<int64_t>(it->file_size(e));
+      entry.cp.completed_at_ms = MtimeMs(it->path(), e);
+    } else {
+      continue;  // sockets, dangling links: not checkpoints
+    }
+    if (e) continue;  // it went away while we looked
+    entries.push_back(std::move(entry));
+  }
+  if (ec) return ErrnoError(ec.value(), fmt::format("listing {}", dir.string()));
+  for (Entry& e : entries) {
+    if (markers && e.cp.folder && !e.has_marker) continue;
+    out.push_back(std::move(e.cp));
+  }
+  std::sort(out.begin(), out.end(), Newer);
+  return out;
+}
+
+Result<std::vector<Checkpoint>> IndexCheckpoints(const fs::path& dir, const std::vector<Checkpoint>& known) {
+  TAU_ASSIGN_OR_RETURN(std::vector<Checkpoint> index, ListCheckpoints(dir));
+  for (Checkpoint& cp : index) {
+    for (const Checkpoint& k : known) {
+      if (k.name == cp.name && k.size_bytes == cp.size_bytes && k.completed_at_ms == cp.completed_at_ms &&
+          k.folder == cp.folder) {
+        cp.digest = k.digest;
+      }
+    }
+    if (!cp.digest.empty()) continue;
+    auto digest = Digest(dir / cp.name, cp.folder);
+    // Deleted or replaced meanwhile: the next index sees what is there then.
+    if (digest.ok()) cp.digest = *digest;
+  }
+  return index;
+}
+
+std::vector<Checkpoint> PruneCheckpoints(const fs::path& dir, std::vector<Checkpoint> index, int64_t keep,
+                                         const std::vector<std::string>& protect, std::vector<std::string>* deleted) {
+  std::sort(index.begin(), index.end(), Newer);
+  std::vector<Checkpoint> kept;
+  for (size_t i = 0; i < index.size(); ++i) {
+    Checkpoint& cp = index[i];
+    bool is_protected = std::find(protect.begin(), protect.end(), cp.name) != protect.end();
+    if (static_cast<int64_t>(i) < keep || is_protected) {
+      kept.push_back(std::move(cp));
+      continue;
+    }
+    std::error_code ec;
+    fs::remove_all(dir / cp.name, ec);
+    if (ec) {
+      kept.push_back(std::move(cp));  // kept in the index while it exists
+      continue;
+    }
+    if (deleted) deleted->push_back(cp.name);
+  }
+  return kept;
+}
+
+std::string CheckpointsToJson(const std::vector<Checkpoint>& index) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Checkpoint& cp : index) {
+    out.push_back({{"name", cp.name},
+                   {"folder", cp.folder},
+                   {"size_bytes", cp.size_bytes},
+                   {"completed_at_ms", cp.completed_at_ms},
+                   {"digest", cp.digest}});
+  }
+  return out.dump();
+}
+
+std::vector<Checkpoint> CheckpointsFromJson(std::string_view text) {
+  std::vector<Checkpoint> out;
+  auto json = nlohmann::json::parse(text, nullptr, false);
+  if (!json.is_array()) return out;
+  for (const auto& j : json) {
+    if (!j.is_object()) continue;
+    Checkpoint cp;
+    cp.name = j.value("name", "");
+    cp.folder = j.value("folder", false);
+    cp.size_bytes = j.value("size_bytes", int64_t{0});
+    cp.completed_at_ms = j.value("completed_at_ms", int64_t{0});
+    cp.digest = j.value("digest", "");
+    if (!cp.name.empty()) out.push_back(std::move(cp));
+  }
+  return out;
+}
+
+}  // namespace tau::resume
