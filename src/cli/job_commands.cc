@@ -24,6 +24,7 @@
 #include "cli/table.h"
 #include "cli/terminal.h"
 #include "common/duration.h"
+#include "evidence/git_info.h"
 #include "evidence/snapshot.h"
 #include "render/yaml_emitter.h"
 #include "spec/env_file.h"
@@ -165,6 +166,15 @@ int RunRun(const RunOptions& o) {
                {"snapshot", snapshot->digest},
                {"submit_command", o.command_line}};
   if (!secret_env.empty()) body["secret_env"] = secret_env;
+  json git = nullptr;
+  if (auto info = evidence::ReadGitInfo(loaded->working_dir)) {
+    git = {{"commit", info->commit},
+           {"branch", info->branch},
+           {"dirty", info->dirty},
+           {"diff", info->diff},
+           {"diff_truncated", info->diff_truncated}};
+  }
+  body["evidence"] = {{"git", git}};
   auto job = client->Post("/api/v1/jobs", body);
   if (!job.ok()) return Fail(job.error());
   std::string id = job->value("id", "");
@@ -184,6 +194,14 @@ int RunList(const ListOptions& o) {
   std::string query = "?";
   if (!o.state.empty()) query += "state=" + UrlEscape(o.state) + "&";
   if (!o.workspace.empty()) query += "workspace=" + UrlEscape(o.workspace) + "&";
+  if (!o.project.empty()) query += "project=" + UrlEscape(o.project) + "&";
+  for (const std::string& t : o.tags) {
+    if (t.find('=') == std::string::npos) {
+      std::fprintf(stderr, "tau: --tag \"%s\" is not KEY=VALUE\n", t.c_str());
+      return kExitUsage;
+    }
+    query += "tag=" + UrlEscape(t) + "&";
+  }
   if (o.limit > 0) query += fmt::format("limit={}&", o.limit);
   while (true) {
     auto result = client->Get("/api/v1/jobs" + query);
@@ -255,6 +273,12 @@ int RunStatus(const std::string& id, const std::string& output) {
                                   r.value("workers", 1) == 1 ? "" : "s", r.value("cpus", ""), r.value("memory", ""),
                                   r.value("gpus", 0), r.value("gpus", 0) == 1 ? "" : "s"));
   if (!j.value("project", "").empty()) field("Project:", j.value("project", ""));
+  if (j.contains("tags") && !j["tags"].empty()) {
+    std::vector<std::string> tags;
+    for (auto it = j["tags"].begin(); it != j["tags"].end(); ++it) tags.push_back(it.key() + "=" + it.value().get<std::string>());
+    field("Tags:", fmt::format("{}", fmt::join(tags, ", ")));
+  }
+  if (j.contains("reproduces") && j["reproduces"].is_string()) field("Reproduces:", j["reproduces"].get<std::string>());
   field("Created:", fmt::format("{} ({} ago)", j["created_at"].get<std::string>(), Age(j["created_at"])));
   if (!j["started_at"].is_null()) field("Started:", j["started_at"].get<std::string>());
   if (!j["finished_at"].is_null()) field("Finished:", j["finished_at"].get<std::string>());

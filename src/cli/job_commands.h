@@ -20,7 +20,8 @@ int RunRun(const RunOptions& options);
 
 struct ListOptions {
   std::string output = "table";  // table | wide | json | yaml
-  std::string state, workspace;
+  std::string state, workspace, project;
+  std::vector<std::string> tags;  // KEY=VALUE, all must match
   int limit = 0;
   bool watch = false;
 };

@@ -7,6 +7,7 @@
 
 #include "cli/admin_commands.h"
 #include "cli/checkpoint_commands.h"
+#include "cli/evidence_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
 #include "cli/spec_commands.h"
@@ -95,6 +96,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   list_cmd->add_option("--state", list.state, "Only jobs in this state (Queued, Running, Succeeded, ...)");
   list_cmd->add_option("--workspace", list.workspace, "Only jobs of this workspace");
+  list_cmd->add_option("--project", list.project, "Only jobs of this experiment.project");
+  list_cmd->add_option("--tag", list.tags, "Only jobs with this experiment tag (KEY=VALUE; repeatable, all must match)");
   list_cmd->add_option("--limit", list.limit, "At most N jobs");
   list_cmd->add_flag("-w,--watch", list.watch, "Redraw every 2 seconds");
   list_cmd->callback([&] { exit_code = RunList(list); });
@@ -132,6 +135,42 @@ int Main(int argc, char** argv) {
   resume_cmd->add_option("--from", resume_from, "Resume from this checkpoint (a name from tau checkpoints)");
   resume_cmd->add_flag("-f,--follow", resume_follow, "Follow the job like tau run -f and exit with its outcome");
   resume_cmd->callback([&] { exit_code = RunResume(resume_job, resume_from, resume_follow); });
+
+  std::string evidence_job, evidence_output, evidence_export;
+  auto* evidence_cmd = app.add_subcommand("evidence", "Print a job's evidence capsule, or export it as a bundle");
+  evidence_cmd->add_option("JOB", evidence_job, "Job id or name")->required();
+  evidence_cmd->add_option("-o,--output", evidence_output, "Output format (default yaml)")
+      ->check(CLI::IsMember({"json", "yaml"}));
+  evidence_cmd->add_option("--export", evidence_export, "Write a portable bundle (capsule, logs, metrics) to FILE.tar.zst");
+  evidence_cmd->callback([&] { exit_code = RunEvidence(evidence_job, evidence_output, evidence_export); });
+
+  std::string reproduce_job;
+  std::vector<std::string> reproduce_sets;
+  bool reproduce_follow = false;
+  auto* reproduce_cmd = app.add_subcommand("reproduce", "Run a job again: same code snapshot and spec, as a new job");
+  reproduce_cmd->add_option("JOB", reproduce_job, "Job id or name")->required();
+  reproduce_cmd->add_option("--set", reproduce_sets, "Change one spec value (PATH=VALUE; repeatable)");
+  reproduce_cmd->add_flag("-f,--follow", reproduce_follow, "Follow the new job like tau run -f");
+  reproduce_cmd->callback([&] { exit_code = RunReproduce(reproduce_job, reproduce_sets, reproduce_follow, command_line); });
+
+  std::string diff_a, diff_b, diff_output;
+  auto* diff_cmd = app.add_subcommand("diff", "Show how two jobs differ: spec, code, git, environment, host");
+  diff_cmd->add_option("JOB1", diff_a, "Job id or name")->required();
+  diff_cmd->add_option("JOB2", diff_b, "Job id or name")->required();
+  diff_cmd->add_option("-o,--output", diff_output, "Output format")->check(CLI::IsMember({"json"}));
+  diff_cmd->callback([&] { exit_code = RunDiff(diff_a, diff_b, diff_output); });
+
+  std::string outputs_job, outputs_output;
+  auto* outputs_cmd = app.add_subcommand("outputs", "List the files a job wrote to TAU_OUTPUT_DIR");
+  outputs_cmd->add_option("JOB", outputs_job, "Job id or name")->required();
+  outputs_cmd->add_option("-o,--output", outputs_output, "Output format")->check(CLI::IsMember({"json", "yaml"}));
+  outputs_cmd->callback([&] { exit_code = RunOutputs(outputs_job, outputs_output); });
+
+  std::string cp_source, cp_dest;
+  auto* cp_cmd = app.add_subcommand("cp", "Copy a job's outputs out: tau cp JOB:PATH DEST (JOB: copies all)");
+  cp_cmd->add_option("SOURCE", cp_source, "JOB:PATH")->required();
+  cp_cmd->add_option("DEST", cp_dest, "A file or folder")->required();
+  cp_cmd->callback([&] { exit_code = RunCopy(cp_source, cp_dest); });
 
   std::string events_job;
   bool events_follow = false;

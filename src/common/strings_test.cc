@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/digest.h"
+#include "common/subprocess.h"
 
 namespace tau {
 namespace {
@@ -58,6 +59,23 @@ TEST(DigestTest, StreamingEqualsOneShotForEveryChunking) {
     for (size_t at = 0; at < data.size(); at += chunk) hasher.Update(std::string_view(data).substr(at, chunk));
     EXPECT_EQ(hasher.FinalHex(), Sha256Hex(data)) << "chunk " << chunk;
   }
+}
+
+TEST(SubprocessTest, CapturesStdoutAndTheExitCode) {
+  auto run = RunCapture({"sh", "-c", "echo out; echo err >&2; exit 4"});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->out, "out\n");
+  EXPECT_EQ(run->exit_code, 4);
+  auto cut = RunCapture({"sh", "-c", "printf 123456"}, "/", 3);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(cut->out, "123");
+  EXPECT_TRUE(cut->truncated);
+}
+
+TEST(SubprocessTest, AProgramThatCannotStartIsAnError) {
+  auto run = RunCapture({"tau-no-such-program"});
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("cannot run tau-no-such-program"), std::string::npos);
 }
 
 }  // namespace

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/digest.h"
+#include "evidence/file_list.h"
 
 namespace tau::resume {
 namespace fs = std::filesystem;
@@ -24,19 +24,6 @@ int64_t MtimeMs(const fs::path& p, std::error_code& ec) {
   if (ec) return 0;
   auto sys = std::chrono::file_clock::to_sys(t);
   return std::chrono::duration_cast<std::chrono::milliseconds>(sys.time_since_epoch()).count();
-}
-
-Result<std::string> FileSha256(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(fmt::format("cannot read {}", path.string()));
-  Sha256 hasher;
-  std::string buf(1 << 20, '\0');
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    hasher.Update(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
-  }
-  if (in.bad()) return InternalError(fmt::format("reading {} failed", path.string()));
-  return hasher.FinalHex();
 }
 
 // The files of a folder checkpoint, relative paths sorted, with the
@@ -66,12 +53,12 @@ FolderScan ScanFolder(const fs::path& dir) {
 
 Result<std::string> Digest(const fs::path& path, bool folder) {
   if (!folder) {
-    TAU_ASSIGN_OR_RETURN(std::string hex, FileSha256(path));
+    TAU_ASSIGN_OR_RETURN(std::string hex, evidence::FileSha256Hex(path));
     return "sha256:" + hex;
   }
   Sha256 lines;
   for (const std::string& rel : ScanFolder(path).files) {
-    TAU_ASSIGN_OR_RETURN(std::string hex, FileSha256(path / rel));
+    TAU_ASSIGN_OR_RETURN(std::string hex, evidence::FileSha256Hex(path / rel));
     lines.Update(rel + "\t" + hex + "\n");
   }
   return "sha256:" + lines.FinalHex();

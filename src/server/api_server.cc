@@ -1,4 +1,4 @@
-// The HTTP API. The only file that includes cpp-httplib.
+// The HTTP API. cpp-httplib is included only by the api_*.cc files.
 
 #include "server/api_server.h"
 
@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "evidence/snapshot.h"
 #include "render/kueue_config.h"
+#include "server/api_http.h"
 #include "server/job_json.h"
 #include "store/job_store.h"
 
@@ -28,35 +29,6 @@ namespace {
 constexpr size_t kMaxJsonBody = 1 << 20;
 constexpr size_t kMaxBlobBody = (size_t{100} << 20) + (1 << 20);
 constexpr char kVersion[] = "0.1.0";
-
-int HttpStatusFor(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kFailedPrecondition: return 400;
-    case StatusCode::kUnauthenticated: return 401;
-    case StatusCode::kPermissionDenied: return 403;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kAlreadyExists: return 409;
-    case StatusCode::kAborted: return 409;
-    case StatusCode::kResourceExhausted: return 429;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kDeadlineExceeded: return 504;
-    case StatusCode::kInternal: return 500;
-  }
-  return 500;
-}
-
-void SendError(httplib::Response& res, const Status& st) {
-  res.status = HttpStatusFor(st.code());
-  json body = {{"code", StatusCodeName(st.code())}, {"message", st.message()}};
-  res.set_content(body.dump(), "application/json");
-}
-
-void SendJson(httplib::Response& res, const json& body, int status = 200) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
@@ -165,6 +137,7 @@ class ApiServer::Impl {
   }
 
   void Routes() {
+    AddEvidenceRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
     server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       SendJson(res, {{"status", "ok"}, {"version", kVersion}});
     });
@@ -221,6 +194,10 @@ class ApiServer::Impl {
         submit.spec_json = body->at("spec").dump();
         submit.snapshot_digest = body->at("snapshot").get<std::string>();
         submit.submit_command = body->value("submit_command", "");
+        if (body->contains("evidence") && (*body)["evidence"].is_object()) {
+          submit.client_evidence_json = (*body)["evidence"].dump();
+        }
+        submit.reproduces = body->value("reproduces", "");
         if (body->contains("secret_env")) {
           for (auto it = (*body)["secret_env"].begin(); it != (*body)["secret_env"].end(); ++it) {
             submit.secret_env.emplace_back(it.key(), it.value().get<std::string>());
@@ -249,6 +226,15 @@ class ApiServer::Impl {
       std::string state = req.get_param_value("state");
       std::string workspace = req.get_param_value("workspace");
       std::string name = req.get_param_value("name");
+      std::string project = req.get_param_value("project");
+      // tag=k=v, repeatable: every one must match.
+      std::vector<std::pair<std::string, std::string>> tag_filters;
+      for (size_t i = 0; i < req.get_param_value_count("tag"); ++i) {
+        std::string t = req.get_param_value("tag", i);
+        auto eq = t.find('=');
+        if (eq == std::string::npos) return SendError(res, InvalidArgumentError(fmt::format("tag \"{}\" is not KEY=VALUE", t)));
+        tag_filters.emplace_back(t.substr(0, eq), t.substr(eq + 1));
+      }
       int64_t limit = 0;
       if (req.has_param("limit")) limit = std::atoll(req.get_param_value("limit").c_str());
       json jobs = json::array();
@@ -257,6 +243,14 @@ class ApiServer::Impl {
         if (!state.empty() && store::JobStateName(j.job.state) != state) continue;
         if (!workspace.empty() && j.job.workspace != workspace) continue;
         if (!name.empty() && j.job.name != name) continue;
+        if (!project.empty() && j.project != project) continue;
+        bool tags_match = true;
+        for (const auto& [k, v] : tag_filters) {
+          bool found = false;
+          for (const auto& [tk, tv] : j.tags) found = found || (tk == k && tv == v);
+          tags_match = tags_match && found;
+        }
+        if (!tags_match) continue;
         jobs.push_back(JobToJson(j));
         if (limit > 0 && static_cast<int64_t>(jobs.size()) >= limit) break;
       }

@@ -28,6 +28,7 @@
 #include "common/tau_home.h"
 #include "exec/cgroup.h"
 #include "exec/gpu_inventory.h"
+#include "exec/host_facts.h"
 #include "exec/process_info.h"
 #include "sched/admission_policy.h"
 #include "server/api_server.h"
@@ -185,6 +186,25 @@ int Main(int argc, char** argv) {
   options.kueue = DefaultKueueConfig(capacity);
   options.default_manifests = DefaultKueueManifests(capacity);
   for (const auto& g : *gpus) options.gpu_uuids.push_back(g.uuid);
+  {
+    // What every job's evidence records about this machine.
+    exec::HostFacts facts = exec::ReadHostFacts();
+    nlohmann::json gpu_list = nlohmann::json::array();
+    for (const auto& g : *gpus) {
+      gpu_list.push_back({{"index", g.index}, {"uuid", g.uuid}, {"model", g.model}, {"memory_mib", g.memory_mib}});
+    }
+    options.host_json = nlohmann::json{{"hostname", facts.hostname},
+                                       {"os", facts.os},
+                                       {"kernel", facts.kernel},
+                                       {"arch", facts.arch},
+                                       {"cpu_model", facts.cpu_model},
+                                       {"cpus", facts.cpus},
+                                       {"memory_bytes", facts.memory_bytes},
+                                       {"python3", facts.python3},
+                                       {"gpus", gpu_list},
+                                       {"taugrid_version", kVersion}}
+                            .dump();
+  }
   for (char** e = environ; *e; ++e) {
     if (std::strncmp(*e, "TAU_", 4) != 0) options.base_env.emplace_back(*e);
   }

@@ -52,6 +52,8 @@ json JobToJson(const JobView& v) {
                            {"completed_at", Time(cp.completed_at_ms)},
                            {"digest", cp.digest}});
   }
+  json tags = json::object();
+  for (const auto& [k, val] : v.tags) tags[k] = val;
   return {{"id", j.id},
           {"name", j.name},
           {"workspace", j.workspace},
@@ -81,6 +83,9 @@ json JobToJson(const JobView& v) {
             {"cpus", Quantity::FromMilli(v.cpus_milli).ToString()},
             {"memory", Quantity::FromUnits(v.memory_bytes, Quantity::Format::kBinary).ToString()}}},
           {"project", v.project},
+          {"tags", tags},
+          {"reproduces", j.reproduces.empty() ? json(nullptr) : json(j.reproduces)},
+          {"evidence", j.evidence.empty() ? json(nullptr) : json(j.evidence)},
           {"secret_env", v.secret_env_names},
           {"spec_sha256", j.spec_sha256},
           {"snapshot", j.snapshot_digest},

@@ -161,6 +161,13 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
     dependency_ids.push_back((*found)->rec.id);
   }
 
+  std::string reproduces;
+  if (!req.reproduces.empty()) {
+    auto original = Find(req.reproduces);
+    if (!original.ok()) return NotFoundError(fmt::format("reproduces: no job with id or name \"{}\"", req.reproduces));
+    reproduces = (*original)->rec.id;
+  }
+
   std::error_code ec;
   fs::path blob = home_.blob(req.snapshot_digest);
   if (!fs::exists(blob, ec)) {
@@ -181,6 +188,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   job->rec.snapshot_digest = req.snapshot_digest;
   job->rec.submit_command = req.submit_command;
   job->rec.depends_on = Join(dependency_ids, ",");
+  job->rec.reproduces = reproduces;
   if (!req.secret_env.empty()) {
     nlohmann::json secrets = nlohmann::json::object();
     for (const auto& [k, v] : req.secret_env) {
@@ -206,6 +214,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
     for (const fs::path& d : {home_.checkpoint_dir(job->rec.id), home_.output_dir(job->rec.id)}) {
       if (st.ok() && !fs::create_directories(d, ec) && ec) st = ErrnoError(ec.value(), d.string());
     }
+    if (st.ok()) st = RecordSubmitEvidence(*job, req).WithContext("recording the job's evidence");
     if (!st.ok()) {
       cleanup();
       return st.WithContext("preparing the job's folder");
@@ -248,6 +257,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
     TAU_RETURN_IF_ERROR(AppendEvent(*job, "Cancelled", "Cancelled", job->rec.message));
     TAU_RETURN_IF_ERROR(txn.Commit());
     engine_.Remove(job->rec.id);
+    SealEvidence(*job);
     ScheduleAdmission();  // jobs that depend on it fail now
   } else if (!job->rec.cancel_requested) {
     job->rec.cancel_requested = true;
@@ -424,6 +434,7 @@ void JobManager::StartAttempt(Job& job) {
   const int port = FreeLoopbackPort();
   job.ranks.assign(static_cast<size_t>(workers), Job::Rank{});
   job.first_failure.reset();
+  job.peak_rss_kb = 0;
   std::vector<int64_t> pids;
   for (int r = 0; r < workers; ++r) {
     AttemptStart start = BuildAttemptStart(job, number, r, port);
@@ -582,6 +593,7 @@ void JobManager::RankEnded(Job& job, int rank, const Result<exec::ExitStatus>& s
   Job::Rank& r = job.ranks[static_cast<size_t>(rank)];
   if (r.done) return;
   r.done = true;
+  if (status.ok()) job.peak_rss_kb = std::max(job.peak_rss_kb, status->max_rss_kb);
   if (options_.cgroups && !r.cgroup.empty()) {
     std::string leaf = options_.cgroups->LeafPath(r.cgroup);
     if (options_.cgroups->OomKilled(leaf)) job.oom_killed = true;
@@ -676,6 +688,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
                   : state == JobState::kCancelled ? AttemptState::kCancelled
                                                   : AttemptState::kFailed;
   attempt.reason = reason;
+  attempt.peak_rss_kb = job.peak_rss_kb;
   // Another attempt, now (Queued) or after a backoff (Retrying), or the end.
   if (state == JobState::kFailed) state = ApplyRetryPolicy(job, reason, &message);
   job.rec.state = state;
@@ -696,6 +709,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   if (!st.ok()) LogStoreFailure(job, st);
   if (state == JobState::kRetrying) ArmRetryTimer();
   RefreshCheckpoints(job);
+  SealEvidence(job);  // once it has ended
 }
 
 // ---- publication --------------------------------------------------------
@@ -715,6 +729,7 @@ void JobManager::Publish() {
       jv->cpus_milli = job->request.cpus_milli;
       jv->memory_bytes = job->request.memory_bytes;
       jv->project = job->spec.experiment.project;
+      jv->tags = job->spec.experiment.tags;
       jv->max_restarts = job->spec.retry.max_restarts;
       jv->max_interruptions = options_.max_interruptions;
       jv->checkpoint_dir = home_.checkpoint_dir(job->rec.id).string();

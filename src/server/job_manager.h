@@ -30,6 +30,11 @@ struct SubmitRequest {
   std::string snapshot_digest;  // "sha256:HEX" of an uploaded blob
   std::string submit_command;   // how the user submitted it, for the record
   spec::StringPairs secret_env; // from env files: given to attempts, never shown
+  // What tau run saw on the client, for the evidence: {"git": {...}} (JSON
+  // text, "" for nothing).
+  std::string client_evidence_json;
+  // The job this one reproduces (tau reproduce), "" for none.
+  std::string reproduces;
 };
 
 struct JobManagerOptions {
@@ -64,6 +69,9 @@ struct JobManagerOptions {
   // Runs slow file work (checkpoint digests) off the control loop; its
   // result comes back through `defer`. Unset: inline.
   std::function<void(std::function<void()>)> background;
+  // The machine as the evidence records it (host facts and GPUs), JSON
+  // text; "" for unknown.
+  std::string host_json;
   // A random number in [0, 1) for backoff jitter. Unset: a seeded PRNG.
   std::function<double()> jitter;
 };
@@ -137,6 +145,18 @@ class JobManager {
   // starts again.
   Result<std::shared_ptr<const JobView>> Resume(const std::string& id_or_name, const std::string& from);
 
+  // Submits a new job with `id_or_name`'s code snapshot, spec (with
+  // `overrides`, PATH=VALUE, applied and validated again) and secret
+  // environment, linked to it (reproduces).
+  Result<std::shared_ptr<const JobView>> Reproduce(const std::string& id_or_name,
+                                                   const std::vector<std::string>& overrides,
+                                                   const std::string& submit_command);
+
+  // The job's evidence capsule (docs/evidence.md) as JSON text: the sealed
+  // one once the job has ended, else assembled now (log sizes without
+  // digests, "complete": false).
+  Result<std::string> EvidenceJson(const std::string& id_or_name);
+
   // Queues the Retrying jobs whose backoff has ended. Runs from the timer
   // JobManagerOptions::after arms; tests call it after moving the clock.
   void WakeRetries();
@@ -172,6 +192,8 @@ class JobManager {
     // A checkpoint index is being built off the loop (see RefreshCheckpoints).
     bool indexing = false;
     bool index_again = false;  // another refresh was asked for meanwhile
+    bool sealing_evidence = false;  // the capsule is being completed off the loop
+    int64_t peak_rss_kb = 0;  // of the current attempt's ranks so far
     std::shared_ptr<const JobView> view;  // reset when the job changes
   };
 
@@ -228,6 +250,14 @@ class JobManager {
   // stores it.
   void RefreshCheckpoints(Job& job);
   void ApplyCheckpointIndex(const std::string& id, std::string index_json, std::vector<std::string> deleted);
+  // Evidence (job_manager_evidence.cc). Writes the submit part for a job
+  // being submitted (its code is unpacked) and sets rec.evidence_submit.
+  Status RecordSubmitEvidence(Job& job, const SubmitRequest& request);
+  // Seals the capsule of an ended job: assembled (log digests, pip freeze)
+  // off the loop, stored as a blob, its digest set in rec.evidence.
+  void SealEvidence(Job& job);
+  // Stores `data` as a content-addressed blob; returns "sha256:HEX".
+  Result<std::string> WriteBlob(const std::string& data) const;
   void Publish();
   // Writes the failure of a store commit to the log; the job stays as it
   // was in memory and the daemon keeps running.

@@ -364,6 +364,7 @@ JobManager::Dependencies JobManager::CheckDependencies(Job& job) {
     if (st.ok()) st = AppendEvent(job, "Failed", "DependencyFailed", failure);
     if (st.ok()) st = txn->Commit();
     if (!st.ok()) LogStoreFailure(job, st);
+    SealEvidence(job);
     return Dependencies::kFailed;
   }
   if (waiting.empty()) {

@@ -152,6 +152,9 @@ Status JobManager::Recover() {
     }
   }
   ArmRetryTimer();  // backoffs that were running when the daemon stopped
+  for (auto& [seq, job] : jobs_by_seq_) {
+    if (store::IsTerminal(job->rec.state) && job->rec.evidence.empty()) SealEvidence(*job);  // ended unsealed
+  }
   RunAdmission();
   Publish();
   return Status::Ok();

@@ -164,6 +164,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Resume(const std::string& id_
   j.rec.retry_at.reset();
   j.rec.retry_reason = "resume";
   j.rec.resume_from = from;
+  j.rec.evidence.clear();  // sealed again when it ends
   TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
   TAU_RETURN_IF_ERROR(SaveJob(j));
   TAU_RETURN_IF_ERROR(AppendEvent(j, "Resumed", "Resumed", j.rec.message));
@@ -243,6 +244,7 @@ void JobManager::ApplyCheckpointIndex(const std::string& id, std::string index_j
     job.index_again = false;
     RefreshCheckpoints(job);
   }
+  if (!job.indexing && store::IsTerminal(job.rec.state) && job.rec.evidence.empty()) SealEvidence(job);
   Publish();
 }
 

@@ -28,6 +28,7 @@ if [ ! -x "$venv/bin/python" ]; then
   exec 9>&-
 fi
 VIRTUAL_ENV="$venv"; PATH="$venv/bin:$PATH"; export VIRTUAL_ENV PATH
+printf '%s\n' "$venv" > "$reqs.venv" 2>/dev/null || true  # for the evidence (pip freeze)
 exec "$@"
 )sh";
 

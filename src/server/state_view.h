@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store/records.h"
@@ -21,6 +22,7 @@ struct JobView {
   int64_t cpus_milli = 0;    // all workers together
   int64_t memory_bytes = 0;  // all workers together
   std::string project;       // experiment.project
+  std::vector<std::pair<std::string, std::string>> tags;  // experiment.tags
   int64_t max_restarts = 0;       // retry.max_restarts
   int64_t max_interruptions = 0;  // the daemon's limit
   std::string checkpoint_dir;     // TAU_CHECKPOINT_DIR

@@ -43,7 +43,7 @@ constexpr char kJobColumns[] =
     "id, seq, name, workspace, queue, state, reason, message, exit_code, attempt, spec_json, "
     "spec_sha256, snapshot_digest, submit_command, cancel_requested, created_at, admitted_at, "
     "started_at, finished_at, depends_on, secret_env, held, priority_class, preempted_by, restarts, interruptions, retry_at, retry_reason, resume_from, "
-    "checkpoints";
+    "checkpoints, reproduces, evidence_submit, evidence";
 
 void BindJob(Statement& st, const JobRecord& j) {
   st.Bind(1, j.id).Bind(2, j.seq).Bind(3, j.name).Bind(4, j.workspace).Bind(5, j.queue)
@@ -54,7 +54,8 @@ void BindJob(Statement& st, const JobRecord& j) {
       .Bind(17, j.admitted_at).Bind(18, j.started_at).Bind(19, j.finished_at).Bind(20, j.depends_on)
       .Bind(21, j.secret_env).Bind(22, int64_t{j.held ? 1 : 0}).Bind(23, j.priority_class)
       .Bind(24, j.preempted_by).Bind(25, j.restarts).Bind(26, j.interruptions).Bind(27, j.retry_at)
-      .Bind(28, j.retry_reason).Bind(29, j.resume_from).Bind(30, j.checkpoints);
+      .Bind(28, j.retry_reason).Bind(29, j.resume_from).Bind(30, j.checkpoints).Bind(31, j.reproduces)
+      .Bind(32, j.evidence_submit).Bind(33, j.evidence);
 }
 
 }  // namespace
@@ -62,7 +63,7 @@ void BindJob(Statement& st, const JobRecord& j) {
 Status JobStore::InsertJob(const JobRecord& job) {
   TAU_ASSIGN_OR_RETURN(Statement st,
                        db_->Prepare(fmt::format("INSERT INTO jobs ({}) VALUES "
-                                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                                 kJobColumns)));
   BindJob(st, job);
   return st.Run();
@@ -76,7 +77,7 @@ Status JobStore::UpdateJob(const JobRecord& job) {
                                     "submit_command=?14, cancel_requested=?15, created_at=?16, "
                                     "admitted_at=?17, started_at=?18, finished_at=?19, depends_on=?20, secret_env=?21, held=?22, priority_class=?23, preempted_by=?24, "
                                     "restarts=?25, interruptions=?26, retry_at=?27, retry_reason=?28, resume_from=?29, "
-                                    "checkpoints=?30 WHERE id=?1"));
+                                    "checkpoints=?30, reproduces=?31, evidence_submit=?32, evidence=?33 WHERE id=?1"));
   BindJob(st, job);
   TAU_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() != 1) return NotFoundError(fmt::format("job {} is not in the database", job.id));
@@ -93,18 +94,19 @@ Status JobStore::UpsertAttempt(const AttemptRecord& a) {
   TAU_ASSIGN_OR_RETURN(
       Statement st,
       db_->Prepare("INSERT INTO attempts (job_id, number, state, reason, exit_code, signal, shim_pid, "
-                   "shim_start_ticks, gpus, started_at, finished_at, pinned_cpus, retry_reason, resumed_from) "
-                   "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                   "shim_start_ticks, gpus, started_at, finished_at, pinned_cpus, retry_reason, resumed_from, "
+                   "peak_rss_kb) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
                    "ON CONFLICT(job_id, number) DO UPDATE SET state=excluded.state, "
                    "reason=excluded.reason, exit_code=excluded.exit_code, signal=excluded.signal, "
                    "shim_pid=excluded.shim_pid, shim_start_ticks=excluded.shim_start_ticks, "
                    "gpus=excluded.gpus, started_at=excluded.started_at, "
                    "finished_at=excluded.finished_at, pinned_cpus=excluded.pinned_cpus, "
-                   "retry_reason=excluded.retry_reason, resumed_from=excluded.resumed_from"));
+                   "retry_reason=excluded.retry_reason, resumed_from=excluded.resumed_from, "
+                   "peak_rss_kb=excluded.peak_rss_kb"));
   st.Bind(1, a.job_id).Bind(2, a.number).Bind(3, AttemptStateName(a.state)).Bind(4, a.reason)
       .Bind(5, a.exit_code).Bind(6, a.signal).Bind(7, a.shim_pid).Bind(8, a.shim_start_ticks)
       .Bind(9, a.gpus).Bind(10, a.started_at).Bind(11, a.finished_at).Bind(12, a.pinned_cpus)
-      .Bind(13, a.retry_reason).Bind(14, a.resumed_from);
+      .Bind(13, a.retry_reason).Bind(14, a.resumed_from).Bind(15, a.peak_rss_kb);
   return st.Run();
 }
 
@@ -156,6 +158,9 @@ Result<std::vector<JobRecord>> JobStore::LoadJobs() {
     j.retry_reason = st.Text(27);
     j.resume_from = st.Text(28);
     j.checkpoints = st.Text(29);
+    j.reproduces = st.Text(30);
+    j.evidence_submit = st.Text(31);
+    j.evidence = st.Text(32);
     out.push_back(std::move(j));
   }
   return out;
@@ -165,7 +170,7 @@ Result<std::vector<AttemptRecord>> JobStore::LoadAttempts() {
   TAU_ASSIGN_OR_RETURN(Statement st,
                        db_->Prepare("SELECT job_id, number, state, reason, exit_code, signal, "
                                     "shim_pid, shim_start_ticks, gpus, started_at, finished_at, pinned_cpus, "
-                                    "retry_reason, resumed_from FROM attempts ORDER BY job_id, number"));
+                                    "retry_reason, resumed_from, peak_rss_kb FROM attempts ORDER BY job_id, number"));
   std::vector<AttemptRecord> out;
   while (true) {
     TAU_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -187,6 +192,7 @@ Result<std::vector<AttemptRecord>> JobStore::LoadAttempts() {
     a.pinned_cpus = st.Text(11);
     a.retry_reason = st.Text(12);
     a.resumed_from = st.Text(13);
+    a.peak_rss_kb = st.Int(14);
     out.push_back(std::move(a));
   }
   return out;

@@ -37,7 +37,7 @@ TEST_F(JobStoreTest, MigratesAndReopens) {
   {
     auto store = JobStore::Open(Path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    EXPECT_EQ(*(*store)->SchemaVersion(), 8);
+    EXPECT_EQ(*(*store)->SchemaVersion(), 9);
     ASSERT_TRUE((*store)->InsertJob(Job("j_a", 1)).ok());
   }
   auto again = JobStore::Open(Path());
@@ -71,6 +71,9 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   j.retry_reason = "exit:3";
   j.resume_from = "step-9";
   j.checkpoints = "[]";
+  j.reproduces = "j_dddddddddd";
+  j.evidence_submit = "sha256:aa";
+  j.evidence = "sha256:bb";
   ASSERT_TRUE(store->InsertJob(j).ok());
   auto loaded = (*store->LoadJobs())[0];
   EXPECT_EQ(loaded.state, JobState::kFailed);
@@ -90,6 +93,9 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   EXPECT_EQ(loaded.retry_reason, "exit:3");
   EXPECT_EQ(loaded.resume_from, "step-9");
   EXPECT_EQ(loaded.checkpoints, "[]");
+  EXPECT_EQ(loaded.reproduces, "j_dddddddddd");
+  EXPECT_EQ(loaded.evidence_submit, "sha256:aa");
+  EXPECT_EQ(loaded.evidence, "sha256:bb");
   EXPECT_FALSE(loaded.exit_code == std::nullopt);
 
   loaded.state = JobState::kSucceeded;
@@ -111,6 +117,7 @@ TEST_F(JobStoreTest, AttemptsUpsertAndEventsPage) {
   a.pinned_cpus = "4,5;6";
   a.retry_reason = "oom";
   a.resumed_from = "/ckpt/step-3";
+  a.peak_rss_kb = 2048;
   ASSERT_TRUE(store->UpsertAttempt(a).ok());
   auto attempts = *store->LoadAttempts();
   ASSERT_EQ(attempts.size(), 1u);
@@ -119,6 +126,7 @@ TEST_F(JobStoreTest, AttemptsUpsertAndEventsPage) {
   EXPECT_EQ(attempts[0].pinned_cpus, "4,5;6");
   EXPECT_EQ(attempts[0].retry_reason, "oom");
   EXPECT_EQ(attempts[0].resumed_from, "/ckpt/step-3");
+  EXPECT_EQ(attempts[0].peak_rss_kb, 2048);
   EXPECT_EQ(attempts[0].shim_start_ticks, 99);
 
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->AppendEvent({0, "j_c", i, "E" + std::to_string(i), "", ""}).ok());

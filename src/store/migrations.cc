@@ -101,6 +101,15 @@ ALTER TABLE jobs ADD COLUMN checkpoints TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN retry_reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN resumed_from TEXT NOT NULL DEFAULT '';
 )sql",
+    // 9: the evidence capsule (blob digests of its submit part and of the
+    // completed capsule), the job a reproduction copies, and each
+    // attempt's peak memory.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN reproduces TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN evidence_submit TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN evidence TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN peak_rss_kb INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 }  // namespace

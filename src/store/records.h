@@ -62,6 +62,12 @@ struct JobRecord {
   std::string resume_from;
   // The checkpoint index (resume/checkpoint_index.h), a JSON array.
   std::string checkpoints;
+  // The job this one reproduces (tau reproduce), "" for none.
+  std::string reproduces;
+  // Evidence (docs/evidence.md): the blob digest of the part assembled at
+  // submit, and of the whole capsule once the job has ended ("" before).
+  std::string evidence_submit;
+  std::string evidence;
   int64_t created_at = 0;
   std::optional<int64_t> admitted_at;
   std::optional<int64_t> started_at;
@@ -90,6 +96,7 @@ struct AttemptRecord {
   // path of the checkpoint it was given as TAU_RESUME_FROM ("" for none).
   std::string retry_reason;
   std::string resumed_from;
+  int64_t peak_rss_kb = 0;  // the largest peak RSS of its ranks (0: unknown)
 };
 
 // A Kueue object as applied (tau admin apply), JSON.

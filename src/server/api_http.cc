@@ -1,0 +1,35 @@
+#include "server/api_http.h"
+
+namespace tau::server {
+using nlohmann::json;
+
+int HttpStatusFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kFailedPrecondition: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAlreadyExists: return 409;
+    case StatusCode::kAborted: return 409;
+    case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kDeadlineExceeded: return 504;
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+void SendError(httplib::Response& res, const Status& st) {
+  res.status = HttpStatusFor(st.code());
+  json body = {{"code", StatusCodeName(st.code())}, {"message", st.message()}};
+  res.set_content(body.dump(), "application/json");
+}
+
+void SendJson(httplib::Response& res, const json& body, int status) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+}  // namespace tau::server

@@ -1,0 +1,35 @@
+#pragma once
+
+// Shared by the api_*.cc files, the only ones that include cpp-httplib.
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/tau_home.h"
+#include "common/status.h"
+#include "server/control_loop.h"
+#include "server/job_manager.h"
+#include "server/state_view.h"
+
+namespace tau::server {
+
+int HttpStatusFor(StatusCode code);
+// {"code": "NotFound", "message": "..."} with the matching HTTP status.
+void SendError(httplib::Response& res, const Status& st);
+void SendJson(httplib::Response& res, const nlohmann::json& body, int status = 200);
+
+// What route handlers reach: the home, the loop (for changes) and the
+// published view (for reads).
+struct ApiContext {
+  TauHome home;
+  ControlLoop* loop;
+  JobManager* jobs;
+  StatePublisher* publisher;
+};
+
+// /api/v1/jobs/ID/evidence, /evidence/export and /outputs (api_evidence_routes.cc).
+void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx);
+
+}  // namespace tau::server

@@ -1,0 +1,161 @@
+#include "server/evidence_capsule.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "common/strings.h"
+#include "resume/checkpoint_index.h"
+#include "server/job_json.h"
+
+namespace tau::server {
+using nlohmann::json;
+
+namespace {
+
+json Time(const std::optional<int64_t>& ms) {
+  if (!ms) return nullptr;
+  return FormatRfc3339(Clock::WallTime(std::chrono::milliseconds(*ms)));
+}
+
+json OptionalInt(const std::optional<int64_t>& v) {
+  if (!v) return nullptr;
+  return *v;
+}
+
+json ParseOr(const std::string& text, json fallback) {
+  if (text.empty()) return fallback;
+  json j = json::parse(text, nullptr, false);
+  return j.is_discarded() ? fallback : j;
+}
+
+// The spec with the values of secret-named runtime.env variables replaced.
+json RedactedSpec(const std::string& text) {
+  json spec = ParseOr(text, json::object());
+  if (spec.contains("runtime") && spec["runtime"].contains("env") && spec["runtime"]["env"].is_object()) {
+    for (auto it = spec["runtime"]["env"].begin(); it != spec["runtime"]["env"].end(); ++it) {
+      if (evidence::IsSecretEnvName(it.key())) it.value() = "<redacted>";
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::string AssembleSubmitEvidence(const SubmitEvidence& in) {
+  json files = json::array();
+  int64_t total = 0;
+  for (const auto& f : in.code_files) {
+    files.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
+    total += f.size;
+  }
+  json env = json::object();
+  for (const std::string& kv : in.environment) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = kv.substr(0, eq);
+    env[name] = evidence::IsSecretEnvName(name) ? std::string("<redacted>") : kv.substr(eq + 1);
+  }
+  json tags = json::object();
+  for (const auto& [k, v] : in.tags) tags[k] = v;
+  json client = ParseOr(in.client_json, json::object());
+  const store::JobRecord& j = in.job;
+  json out = {
+      {"capsule_version", 1},
+      {"job",
+       {{"id", j.id},
+        {"name", j.name},
+        {"workspace", j.workspace},
+        {"queue", j.queue},
+        {"project", in.project},
+        {"tags", tags},
+        {"created_at", Time(j.created_at)},
+        {"reproduces", j.reproduces.empty() ? json(nullptr) : json(j.reproduces)}}},
+      {"spec", RedactedSpec(in.spec_json)},
+      {"spec_sha256", j.spec_sha256},
+      {"code", {{"snapshot", j.snapshot_digest}, {"total_bytes", total}, {"files", files}}},
+      {"git", client.contains("git") ? client["git"] : json(nullptr)},
+      {"submit_command", j.submit_command},
+      {"environment", env},
+      {"secret_env", in.secret_env_names},
+      {"host", ParseOr(in.host_json, json(nullptr))},
+  };
+  return out.dump();
+}
+
+std::string AssembleCapsule(const CapsuleInputs& in, bool complete) {
+  json capsule = ParseOr(in.submit_json, json::object());
+  // Checkpoint events go to the newest attempt that had started by then.
+  std::map<int64_t, json> written;
+  for (const auto& e : in.events) {
+    if (e.type != "Checkpoint") continue;
+    int64_t owner = 0;
+    for (const auto& a : in.attempts) {
+      if (a.started_at && *a.started_at <= e.at) owner = a.number;
+    }
+    auto space = e.message.find(' ');
+    if (owner > 0) written[owner].push_back(e.message.substr(0, space));
+  }
+  json attempts = json::array();
+  for (const auto& a : in.attempts) {
+    json gpus = json::array();
+    for (const auto& g : Split(a.gpus, ',')) {
+      if (g.empty()) continue;
+      size_t index = static_cast<size_t>(std::atoi(g.c_str()));
+      gpus.push_back(index < in.gpu_uuids.size() ? in.gpu_uuids[index] : g);
+    }
+    json logs = json::array();
+    auto it = in.log_files.find(a.number);
+    if (it != in.log_files.end()) {
+      for (size_t r = 0; r < it->second.size(); ++r) {
+        std::error_code ec;
+        auto size = std::filesystem::file_size(it->second[r], ec);
+        json log = {{"rank", r}, {"bytes", ec ? 0 : static_cast<int64_t>(size)}};
+        if (in.digest_logs && !ec) {
+          auto digest = evidence::FileSha256Hex(it->second[r]);
+          if (digest.ok()) log["sha256"] = *digest;
+        }
+        logs.push_back(log);
+      }
+    }
+    attempts.push_back({{"number", a.number},
+                        {"state", store::AttemptStateName(a.state)},
+                        {"reason", a.reason},
+                        {"exit_code", OptionalInt(a.exit_code)},
+                        {"signal", OptionalInt(a.signal)},
+                        {"started_at", Time(a.started_at)},
+                        {"finished_at", Time(a.finished_at)},
+                        {"retry_reason", a.retry_reason},
+                        {"resumed_from", a.resumed_from},
+                        {"resources",
+                         {{"workers", in.workers},
+                          {"cpus_per_worker", in.cpus_per_worker},
+                          {"memory_per_worker", in.memory_per_worker},
+                          {"gpus", gpus},
+                          {"pinned_cpus", a.pinned_cpus}}},
+                        {"peak_memory_bytes", a.peak_rss_kb > 0 ? json(a.peak_rss_kb * 1024) : json(nullptr)},
+                        {"logs", logs},
+                        {"checkpoints_written", written.count(a.number) ? written[a.number] : json::array()}});
+  }
+  json checkpoints = json::array();
+  for (const auto& cp : resume::CheckpointsFromJson(in.job.checkpoints)) {
+    checkpoints.push_back({{"name", cp.name},
+                           {"size_bytes", cp.size_bytes},
+                           {"completed_at", Time(cp.completed_at_ms)},
+                           {"digest", cp.digest}});
+  }
+  json events = json::array();
+  for (const auto& e : in.events) events.push_back(EventToJson(e));
+  capsule["complete"] = complete;
+  capsule["attempts"] = attempts;
+  capsule["checkpoints"] = checkpoints;
+  capsule["pip_freeze"] = in.pip_freeze.empty() ? json(nullptr) : json(in.pip_freeze);
+  capsule["outcome"] = {{"state", store::JobStateName(in.job.state)},
+                        {"reason", in.job.reason},
+                        {"message", in.job.message},
+                        {"exit_code", OptionalInt(in.job.exit_code)},
+                        {"finished_at", Time(in.job.finished_at)}};
+  capsule["events"] = events;
+  return capsule.dump();
+}
+
+}  // namespace tau::server

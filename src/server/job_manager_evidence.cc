@@ -1,0 +1,193 @@
+// The evidence capsule of each job (docs/evidence.md): its submit part is
+// written when the job is accepted, and the whole capsule is sealed when
+// the job ends.
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "common/strings.h"
+#include "common/subprocess.h"
+#include "evidence/snapshot.h"
+#include "server/evidence_capsule.h"
+#include "server/job_manager.h"
+#include "render/yaml_emitter.h"
+#include "spec/json_codec.h"
+#include "spec/load.h"
+
+namespace tau::server {
+namespace fs = std::filesystem;
+using store::JobState;
+
+namespace {
+
+Result<std::string> ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("cannot read {}", path.string()));
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// What the capsule is assembled from, copied so it can be used off the loop.
+CapsuleInputs Gather(const TauHome& home, const JobManagerOptions& options, const store::JobRecord& rec,
+                     const std::vector<store::AttemptRecord>& attempts, const spec::JobSpec& spec,
+                     std::vector<store::EventRecord> events, std::string submit_json) {
+  CapsuleInputs in;
+  in.submit_json = std::move(submit_json);
+  in.job = rec;
+  in.job.secret_env.clear();
+  in.attempts = attempts;
+  in.events = std::move(events);
+  in.gpu_uuids = options.gpu_uuids;
+  in.workers = spec.compute.workers;
+  in.cpus_per_worker = spec.compute.cpus.ToString();
+  in.memory_per_worker = spec.compute.memory.ToString();
+  for (const auto& a : attempts) {
+    for (int r = 0; r < in.workers; ++r) in.log_files[a.number].push_back(home.log_file(rec.id, a.number, r).string());
+  }
+  return in;
+}
+
+}  // namespace
+
+Result<std::string> JobManager::WriteBlob(const std::string& data) const {
+  const std::string digest = evidence::BlobDigest(data);
+  const fs::path path = home_.blob(digest);
+  std::error_code ec;
+  if (fs::exists(path, ec)) return digest;  // content-addressed: already there
+  fs::create_directories(path.parent_path(), ec);
+  const fs::path tmp = path.string() + fmt::format(".{}.tmp", ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError(errno, fmt::format("write {}", tmp.string()));
+  bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()) && ::fsync(fd) == 0;
+  int err = errno;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (ok) err = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoError(err, fmt::format("write {}", path.string()));
+  }
+  return digest;
+}
+
+Status JobManager::RecordSubmitEvidence(Job& job, const SubmitRequest& request) {
+  SubmitEvidence in;
+  in.job = job.rec;
+  in.spec_json = job.rec.spec_json;
+  in.project = job.spec.experiment.project;
+  in.tags = job.spec.experiment.tags;
+  TAU_ASSIGN_OR_RETURN(in.code_files, evidence::ListFileDigests(home_.code_dir(job.rec.id)));
+  in.client_json = request.client_evidence_json;
+  if (in.client_json.empty() && !job.rec.reproduces.empty()) {
+    // A reproduction runs the original's code: its git state is the original's.
+    auto it = jobs_by_id_.find(job.rec.reproduces);
+    if (it != jobs_by_id_.end() && !it->second->rec.evidence_submit.empty()) {
+      auto original = ReadFile(home_.blob(it->second->rec.evidence_submit));
+      if (original.ok()) {
+        auto parsed = nlohmann::json::parse(*original, nullptr, false);
+        if (parsed.is_object() && parsed.contains("git")) in.client_json = nlohmann::json{{"git", parsed["git"]}}.dump();
+      }
+    }
+  }
+  in.environment = options_.base_env;
+  for (const auto& [k, v] : job.spec.runtime.env) in.environment.push_back(k + "=" + v);
+  for (const auto& [k, v] : job.secret_env) in.secret_env_names.push_back(k);
+  in.host_json = options_.host_json;
+  TAU_ASSIGN_OR_RETURN(job.rec.evidence_submit, WriteBlob(AssembleSubmitEvidence(in)));
+  return Status::Ok();
+}
+
+void JobManager::SealEvidence(Job& job) {
+  if (job.sealing_evidence || job.rec.evidence_submit.empty() || !store::IsTerminal(job.rec.state)) return;
+  if (job.indexing) return;  // sealed once its final checkpoint index is in (ApplyCheckpointIndex)
+  job.sealing_evidence = true;
+  auto submit = ReadFile(home_.blob(job.rec.evidence_submit));
+  auto events = store_->LoadEvents(job.rec.id, 0, 1'000'000);
+  CapsuleInputs in = Gather(home_, options_, job.rec, job.attempts, job.spec,
+                            events.ok() ? std::move(*events) : std::vector<store::EventRecord>{},
+                            submit.ok() ? *submit : "");
+  fs::path venv_marker;
+  if (!job.spec.runtime.pip.empty() && job.rec.attempt > 0) {
+    venv_marker = home_.attempt_dir(job.rec.id, job.rec.attempt) / "requirements.txt.venv";
+  }
+  auto work = [this, id = job.rec.id, in = std::move(in), venv_marker]() mutable {
+    if (!venv_marker.empty()) {
+      auto venv = ReadFile(venv_marker);
+      if (venv.ok()) {
+        std::string python = (fs::path(std::string(Split(*venv, '\n').front())) / "bin" / "python").string();
+        auto freeze = RunCapture({python, "-m", "pip", "freeze", "--disable-pip-version-check"});
+        if (freeze.ok() && freeze->exit_code == 0) {
+          for (const auto& line : Split(freeze->out, '\n')) {
+            if (!line.empty()) in.pip_freeze.emplace_back(line);
+          }
+        }
+      }
+    }
+    auto digest = WriteBlob(AssembleCapsule(in, /*complete=*/true));
+    auto apply = [this, id, digest = std::move(digest)] {
+      auto it = jobs_by_id_.find(id);
+      if (it == jobs_by_id_.end()) return;
+      Job& j = *it->second;
+      j.sealing_evidence = false;
+      if (!digest.ok()) {
+        log::Warn("jobs", "cannot seal the evidence", {{"job", id}, {"error", digest.status().ToString()}});
+        return;
+      }
+      if (!store::IsTerminal(j.rec.state)) return;  // resumed meanwhile: sealed again at its end
+      j.rec.evidence = *digest;
+      if (Status st = SaveJob(j); !st.ok()) LogStoreFailure(j, st);
+      Publish();
+    };
+    if (options_.background && options_.defer) {
+      options_.defer(std::move(apply));
+    } else {
+      apply();
+    }
+  };
+  if (options_.background && options_.defer) {
+    options_.background(std::move(work));
+  } else {
+    work();
+  }
+}
+
+Result<std::shared_ptr<const JobView>> JobManager::Reproduce(const std::string& id_or_name,
+                                                             const std::vector<std::string>& overrides,
+                                                             const std::string& submit_command) {
+  TAU_ASSIGN_OR_RETURN(Job * original, Find(id_or_name));
+  auto spec_json = nlohmann::json::parse(original->rec.spec_json, nullptr, false);
+  if (spec_json.is_discarded()) return InternalError(fmt::format("job {}'s stored spec is not JSON", original->rec.id));
+  spec::Diagnostics diags;
+  spec::LoadOptions load;
+  load.overrides = overrides;
+  load.check_files = false;
+  auto loaded = spec::LoadJobSpecText(render::EmitYaml(spec_json), fmt::format("<spec of {}>", original->rec.id), "/",
+                                      load, &diags);
+  if (!loaded.ok()) return InvalidArgumentError(diags.Format());
+  SubmitRequest request;
+  request.spec_json = spec::JobSpecToJson(loaded->spec);
+  request.snapshot_digest = original->rec.snapshot_digest;
+  request.submit_command = submit_command;
+  request.secret_env = original->secret_env;
+  request.reproduces = original->rec.id;
+  return Submit(request);
+}
+
+Result<std::string> JobManager::EvidenceJson(const std::string& id_or_name) {
+  TAU_ASSIGN_OR_RETURN(Job * job, Find(id_or_name));
+  if (!job->rec.evidence.empty()) return ReadFile(home_.blob(job->rec.evidence));
+  if (job->rec.evidence_submit.empty()) {
+    return NotFoundError(fmt::format("job {} was submitted before this taugridd kept evidence", job->rec.id));
+  }
+  TAU_ASSIGN_OR_RETURN(std::string submit, ReadFile(home_.blob(job->rec.evidence_submit)));
+  TAU_ASSIGN_OR_RETURN(std::vector<store::EventRecord> events, store_->LoadEvents(job->rec.id, 0, 1'000'000));
+  CapsuleInputs in = Gather(home_, options_, job->rec, job->attempts, job->spec, std::move(events), std::move(submit));
+  in.digest_logs = false;
+  return AssembleCapsule(in, /*complete=*/false);
+}
+
+}  // namespace tau::server
