@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_support.h"
+#include "common/strings.h"
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
 #include "cli/table.h"
@@ -34,7 +35,7 @@ int RunCheckpoints(const std::string& job, const std::string& output) {
     if (digest.empty()) digest = "(digesting)";
     else if (digest.size() > 19) digest = digest.substr(0, 19);  // "sha256:" + 12 hex
     rows.push_back({cp.value("name", "") + (cp.value("folder", false) ? "/" : ""),
-                    HumanBytes(cp.value("size_bytes", int64_t{0})), cp.value("completed_at", ""), digest});
+                    FormatBytes(cp.value("size_bytes", int64_t{0})), cp.value("completed_at", ""), digest});
   }
   std::printf("%s", RenderTable({"NAME", "SIZE", "COMPLETED", "DIGEST"}, rows, TerminalWidth(stdout)).c_str());
   std::printf("newest first; keeping %d in %s\n", reply->value("keep", 0), reply->value("checkpoint_dir", "").c_str());

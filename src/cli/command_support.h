@@ -28,7 +28,4 @@ void PrintJsonOrYaml(const nlohmann::json& value, const std::string& output);
 int64_t ParseTime(const nlohmann::json& value);
 int64_t NowMs();
 
-// "12.3 MiB"
-std::string HumanBytes(int64_t bytes);
-
 }  // namespace tau::cli

@@ -11,6 +11,7 @@
 
 #include "cli/capsule_diff.h"
 #include "cli/command_support.h"
+#include "common/strings.h"
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
 #include "cli/table.h"
@@ -53,7 +54,7 @@ int RunEvidence(const std::string& job, const std::string& output, const std::st
   if (!export_file.empty()) {
     if (Status st = Download(*client, JobPath(job) + "/evidence/export", export_file); !st.ok()) return Fail(st);
     std::error_code ec;
-    std::printf("wrote %s (%s)\n", export_file.c_str(), HumanBytes(static_cast<int64_t>(fs::file_size(export_file, ec))).c_str());
+    std::printf("wrote %s (%s)\n", export_file.c_str(), FormatBytes(static_cast<int64_t>(fs::file_size(export_file, ec))).c_str());
     return kExitOk;
   }
   auto capsule = Capsule(*client, job);
@@ -117,7 +118,7 @@ int RunOutputs(const std::string& job, const std::string& output) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const json& f : files) {
-    rows.push_back({f.value("path", ""), HumanBytes(f.value("size", int64_t{0})), "sha256:" + f.value("sha256", "").substr(0, 12)});
+    rows.push_back({f.value("path", ""), FormatBytes(f.value("size", int64_t{0})), "sha256:" + f.value("sha256", "").substr(0, 12)});
   }
   std::printf("%s", RenderTable({"PATH", "SIZE", "DIGEST"}, rows, TerminalWidth(stdout)).c_str());
   return kExitOk;

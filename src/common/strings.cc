@@ -1,5 +1,8 @@
 #include "common/strings.h"
 
+#include <fmt/format.h>
+#include <iterator>
+
 #include <algorithm>
 #include <numeric>
 
@@ -89,6 +92,17 @@ std::string QuotedList(std::span<const std::string_view> items) {
     out += '"';
   }
   return out;
+}
+
+std::string FormatBytes(int64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
 }  // namespace tau

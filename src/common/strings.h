@@ -1,6 +1,7 @@
 #pragma once
 
 #include <optional>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,5 +27,8 @@ std::string ShellQuote(std::string_view word);
 
 // Quoted list for messages: `"job", "rayjob"`.
 std::string QuotedList(std::span<const std::string_view> items);
+
+// A byte count for people: "512 B", "12.3 MiB".
+std::string FormatBytes(int64_t bytes);
 
 }  // namespace tau

@@ -12,16 +12,6 @@ using nlohmann::json;
 
 namespace {
 
-json Time(const std::optional<int64_t>& ms) {
-  if (!ms) return nullptr;
-  return FormatRfc3339(Clock::WallTime(std::chrono::milliseconds(*ms)));
-}
-
-json OptionalInt(const std::optional<int64_t>& v) {
-  if (!v) return nullptr;
-  return *v;
-}
-
 json ParseOr(const std::string& text, json fallback) {
   if (text.empty()) return fallback;
   json j = json::parse(text, nullptr, false);
@@ -68,7 +58,7 @@ std::string AssembleSubmitEvidence(const SubmitEvidence& in) {
         {"queue", j.queue},
         {"project", in.project},
         {"tags", tags},
-        {"created_at", Time(j.created_at)},
+        {"created_at", TimeToJson(j.created_at)},
         {"reproduces", j.reproduces.empty() ? json(nullptr) : json(j.reproduces)}}},
       {"spec", RedactedSpec(in.spec_json)},
       {"spec_sha256", j.spec_sha256},
@@ -120,10 +110,10 @@ std::string AssembleCapsule(const CapsuleInputs& in, bool complete) {
     attempts.push_back({{"number", a.number},
                         {"state", store::AttemptStateName(a.state)},
                         {"reason", a.reason},
-                        {"exit_code", OptionalInt(a.exit_code)},
-                        {"signal", OptionalInt(a.signal)},
-                        {"started_at", Time(a.started_at)},
-                        {"finished_at", Time(a.finished_at)},
+                        {"exit_code", OptionalToJson(a.exit_code)},
+                        {"signal", OptionalToJson(a.signal)},
+                        {"started_at", TimeToJson(a.started_at)},
+                        {"finished_at", TimeToJson(a.finished_at)},
                         {"retry_reason", a.retry_reason},
                         {"resumed_from", a.resumed_from},
                         {"resources",
@@ -140,7 +130,7 @@ std::string AssembleCapsule(const CapsuleInputs& in, bool complete) {
   for (const auto& cp : resume::CheckpointsFromJson(in.job.checkpoints)) {
     checkpoints.push_back({{"name", cp.name},
                            {"size_bytes", cp.size_bytes},
-                           {"completed_at", Time(cp.completed_at_ms)},
+                           {"completed_at", TimeToJson(cp.completed_at_ms)},
                            {"digest", cp.digest}});
   }
   json events = json::array();
@@ -152,8 +142,8 @@ std::string AssembleCapsule(const CapsuleInputs& in, bool complete) {
   capsule["outcome"] = {{"state", store::JobStateName(in.job.state)},
                         {"reason", in.job.reason},
                         {"message", in.job.message},
-                        {"exit_code", OptionalInt(in.job.exit_code)},
-                        {"finished_at", Time(in.job.finished_at)}};
+                        {"exit_code", OptionalToJson(in.job.exit_code)},
+                        {"finished_at", TimeToJson(in.job.finished_at)}};
   capsule["events"] = events;
   return capsule.dump();
 }

@@ -10,19 +10,15 @@
 namespace tau::server {
 using nlohmann::json;
 
-namespace {
-
-json Time(const std::optional<int64_t>& ms) {
+json TimeToJson(const std::optional<int64_t>& ms) {
   if (!ms) return nullptr;
   return FormatRfc3339(Clock::WallTime(std::chrono::milliseconds(*ms)));
 }
 
-json OptionalInt(const std::optional<int64_t>& v) {
+json OptionalToJson(const std::optional<int64_t>& v) {
   if (!v) return nullptr;
   return *v;
 }
-
-}  // namespace
 
 json JobToJson(const JobView& v) {
   const store::JobRecord& j = v.job;
@@ -35,13 +31,13 @@ json JobToJson(const JobView& v) {
     attempts.push_back({{"number", a.number},
                         {"state", store::AttemptStateName(a.state)},
                         {"reason", a.reason},
-                        {"exit_code", OptionalInt(a.exit_code)},
-                        {"signal", OptionalInt(a.signal)},
+                        {"exit_code", OptionalToJson(a.exit_code)},
+                        {"signal", OptionalToJson(a.signal)},
                         {"gpus", gpus},
                         {"retry_reason", a.retry_reason},
                         {"resumed_from", a.resumed_from},
-                        {"started_at", Time(a.started_at)},
-                        {"finished_at", Time(a.finished_at)}});
+                        {"started_at", TimeToJson(a.started_at)},
+                        {"finished_at", TimeToJson(a.finished_at)}});
   }
   json checkpoints = json::array();
   for (const auto& cp : resume::CheckpointsFromJson(j.checkpoints)) {
@@ -49,7 +45,7 @@ json JobToJson(const JobView& v) {
                            {"path", v.checkpoint_dir + "/" + cp.name},
                            {"folder", cp.folder},
                            {"size_bytes", cp.size_bytes},
-                           {"completed_at", Time(cp.completed_at_ms)},
+                           {"completed_at", TimeToJson(cp.completed_at_ms)},
                            {"digest", cp.digest}});
   }
   json tags = json::object();
@@ -61,7 +57,7 @@ json JobToJson(const JobView& v) {
           {"state", store::JobStateName(j.state)},
           {"reason", j.reason},
           {"message", j.message},
-          {"exit_code", OptionalInt(j.exit_code)},
+          {"exit_code", OptionalToJson(j.exit_code)},
           {"attempt", j.attempt},
           {"attempts", attempts},
           {"retries",
@@ -69,7 +65,7 @@ json JobToJson(const JobView& v) {
             {"max_restarts", v.max_restarts},
             {"interruptions", j.interruptions},
             {"max_interruptions", v.max_interruptions},
-            {"retry_at", Time(j.retry_at)},
+            {"retry_at", TimeToJson(j.retry_at)},
             {"next_reason", j.retry_reason}}},
           {"checkpoint_dir", v.checkpoint_dir},
           {"checkpoint_keep", v.checkpoint_keep},
@@ -90,16 +86,16 @@ json JobToJson(const JobView& v) {
           {"spec_sha256", j.spec_sha256},
           {"snapshot", j.snapshot_digest},
           {"submit_command", j.submit_command},
-          {"created_at", Time(j.created_at)},
-          {"admitted_at", Time(j.admitted_at)},
-          {"started_at", Time(j.started_at)},
-          {"finished_at", Time(j.finished_at)}};
+          {"created_at", TimeToJson(j.created_at)},
+          {"admitted_at", TimeToJson(j.admitted_at)},
+          {"started_at", TimeToJson(j.started_at)},
+          {"finished_at", TimeToJson(j.finished_at)}};
 }
 
 json EventToJson(const store::EventRecord& e) {
   return {{"id", e.id},
           {"job_id", e.job_id},
-          {"at", Time(e.at)},
+          {"at", TimeToJson(e.at)},
           {"type", e.type},
           {"reason", e.reason},
           {"message", e.message}};

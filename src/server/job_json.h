@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 
 #include "server/state_view.h"
 #include "store/records.h"
@@ -11,5 +13,10 @@ namespace tau::server {
 // names are stable; times are RFC 3339 strings or null.
 nlohmann::json JobToJson(const JobView& job);
 nlohmann::json EventToJson(const store::EventRecord& event);
+
+// An RFC 3339 time of milliseconds since the epoch, or null.
+nlohmann::json TimeToJson(const std::optional<int64_t>& ms);
+// The value, or null.
+nlohmann::json OptionalToJson(const std::optional<int64_t>& value);
 
 }  // namespace tau::server

@@ -256,6 +256,10 @@ class JobManager {
   // Seals the capsule of an ended job: assembled (log digests, pip freeze)
   // off the loop, stored as a blob, its digest set in rec.evidence.
   void SealEvidence(Job& job);
+  // Runs `work` off the control loop (JobManagerOptions::background) and
+  // the continuation it returns back on the loop; both inline when no
+  // background runner is set.
+  void RunInBackground(std::function<std::function<void()>()> work);
   // Stores `data` as a content-addressed blob; returns "sha256:HEX".
   Result<std::string> WriteBlob(const std::string& data) const;
   void Publish();

@@ -114,7 +114,7 @@ void JobManager::SealEvidence(Job& job) {
   if (!job.spec.runtime.pip.empty() && job.rec.attempt > 0) {
     venv_marker = home_.attempt_dir(job.rec.id, job.rec.attempt) / "requirements.txt.venv";
   }
-  auto work = [this, id = job.rec.id, in = std::move(in), venv_marker]() mutable {
+  RunInBackground([this, id = job.rec.id, in = std::move(in), venv_marker]() mutable -> std::function<void()> {
     if (!venv_marker.empty()) {
       auto venv = ReadFile(venv_marker);
       if (venv.ok()) {
@@ -128,7 +128,7 @@ void JobManager::SealEvidence(Job& job) {
       }
     }
     auto digest = WriteBlob(AssembleCapsule(in, /*complete=*/true));
-    auto apply = [this, id, digest = std::move(digest)] {
+    return [this, id, digest = std::move(digest)] {
       auto it = jobs_by_id_.find(id);
       if (it == jobs_by_id_.end()) return;
       Job& j = *it->second;
@@ -142,17 +142,7 @@ void JobManager::SealEvidence(Job& job) {
       if (Status st = SaveJob(j); !st.ok()) LogStoreFailure(j, st);
       Publish();
     };
-    if (options_.background && options_.defer) {
-      options_.defer(std::move(apply));
-    } else {
-      apply();
-    }
-  };
-  if (options_.background && options_.defer) {
-    options_.background(std::move(work));
-  } else {
-    work();
-  }
+  });
 }
 
 Result<std::shared_ptr<const JobView>> JobManager::Reproduce(const std::string& id_or_name,

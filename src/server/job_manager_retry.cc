@@ -26,17 +26,6 @@ resume::EndCause CauseOf(const std::string& reason) {
   return resume::EndCause::kFinal;
 }
 
-std::string HumanBytes(int64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  size_t u = 0;
-  while (v >= 1024 && u + 1 < std::size(units)) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
-}
-
 }  // namespace
 
 JobState JobManager::ApplyRetryPolicy(Job& job, const std::string& reason, std::string* message) {
@@ -187,8 +176,8 @@ void JobManager::RefreshCheckpoints(Job& job) {
     protect.push_back(fs::path(job.resumed_from).filename().string());
   }
   if (!job.rec.resume_from.empty()) protect.push_back(job.rec.resume_from);
-  auto work = [this, id = job.rec.id, dir = home_.checkpoint_dir(job.rec.id), keep = job.spec.checkpoint.keep,
-               known = resume::CheckpointsFromJson(job.rec.checkpoints), protect] {
+  RunInBackground([this, id = job.rec.id, dir = home_.checkpoint_dir(job.rec.id), keep = job.spec.checkpoint.keep,
+                   known = resume::CheckpointsFromJson(job.rec.checkpoints), protect]() -> std::function<void()> {
     auto index = resume::IndexCheckpoints(dir, known);
     std::vector<std::string> deleted;
     std::string json;
@@ -197,20 +186,18 @@ void JobManager::RefreshCheckpoints(Job& job) {
     } else {
       log::Warn("jobs", "cannot index checkpoints", {{"job", id}, {"error", index.status().ToString()}});
     }
-    auto apply = [this, id, json = std::move(json), deleted = std::move(deleted)]() mutable {
+    return [this, id, json = std::move(json), deleted = std::move(deleted)]() mutable {
       ApplyCheckpointIndex(id, std::move(json), std::move(deleted));
     };
-    if (options_.background && options_.defer) {
-      options_.defer(std::move(apply));
-    } else {
-      apply();
-    }
-  };
-  if (options_.background && options_.defer) {
-    options_.background(std::move(work));
-  } else {
-    work();
+  });
+}
+
+void JobManager::RunInBackground(std::function<std::function<void()>()> work) {
+  if (!options_.background || !options_.defer) {
+    work()();
+    return;
   }
+  options_.background([this, work = std::move(work)] { options_.defer(work()); });
 }
 
 void JobManager::ApplyCheckpointIndex(const std::string& id, std::string index_json, std::vector<std::string> deleted) {
@@ -230,7 +217,7 @@ void JobManager::ApplyCheckpointIndex(const std::string& id, std::string index_j
       for (const auto& b : before) known = known || (b.name == cp.name && b.digest == cp.digest);
       if (!known && st.ok()) {
         st = AppendEvent(job, "Checkpoint", "",
-                         fmt::format("{} ({}, {})", cp.name, HumanBytes(cp.size_bytes), cp.digest));
+                         fmt::format("{} ({}, {})", cp.name, FormatBytes(cp.size_bytes), cp.digest));
       }
     }
     if (!deleted.empty() && st.ok()) {

@@ -38,13 +38,7 @@ TEST_F(CrashSafetyTest, KillingTheDaemonRepeatedlyLosesNoJobAndRunsNoneTwice) {
     ASSERT_GT(pid, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(20, 250)(rng)));
     ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
-    // Wait for it to be gone: its lock is released when it dies.
-    ASSERT_TRUE(WaitUntil([&] {
-      int fd = ::open((home_ / "taugridd.lock").c_str(), O_RDWR | O_CLOEXEC);
-      bool free = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-      if (fd >= 0) ::close(fd);
-      return free;
-    }));
+    ASSERT_TRUE(WaitForDaemonGone());
     // Submissions while no daemon runs start a new one on demand.
     CommandResult r = Tau({"run", spec});
     ASSERT_EQ(r.exit_code, 0) << r.err;

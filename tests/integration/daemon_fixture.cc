@@ -1,6 +1,8 @@
 #include "daemon_fixture.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -98,6 +100,15 @@ int64_t DaemonTest::DaemonPid() {
   buf << in.rdbuf();
   nlohmann::json j = nlohmann::json::parse(buf.str(), nullptr, false);
   return j.is_object() ? j.value("pid", int64_t{0}) : 0;
+}
+
+bool DaemonTest::WaitForDaemonGone() {
+  return WaitUntil([&] {  // its lock is released when it dies
+    int fd = ::open((home_ / "taugridd.lock").c_str(), O_RDWR | O_CLOEXEC);
+    bool free = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (fd >= 0) ::close(fd);
+    return free;
+  });
 }
 
 }  // namespace tau::testing

@@ -38,6 +38,8 @@ class DaemonTest : public ::testing::Test {
   // Submits a spec and returns the job id printed by `tau run`.
   std::string Submit(const std::string& spec_path, std::vector<std::string> extra = {});
   int64_t DaemonPid();
+  // Waits until no taugridd holds this TAU_HOME (after it was killed).
+  bool WaitForDaemonGone();
   std::map<std::string, std::string> Env() const;
 
   std::filesystem::path home_;

@@ -27,6 +27,13 @@ TEST_F(PipTest, JobsWithTheSameRequirementsShareOneCachedEnvironment) {
   ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
   EXPECT_THAT(second.out, ::testing::Not(HasSubstr("building the Python environment")));
   EXPECT_THAT(second.out, HasSubstr("1.16.0 " + (home_ / "venvs").string()));
+  // The evidence records what the environment held.
+  std::string id = second.out.substr(0, second.out.find('\n'));
+  ASSERT_TRUE(WaitUntil([&] { return Job(id)["evidence"].is_string(); }));
+  CommandResult evidence = Tau({"evidence", id, "-o", "json"});
+  nlohmann::json capsule = nlohmann::json::parse(evidence.out, nullptr, false);
+  ASSERT_TRUE(capsule.is_object()) << evidence.out << evidence.err;
+  EXPECT_THAT(capsule["pip_freeze"].dump(), HasSubstr("six==1.16.0"));
 }
 
 TEST_F(PipTest, AFailedInstallEndsTheAttemptSetupFailedWithPipsOutput) {

@@ -2,10 +2,7 @@
 // step, crashes, and is carried on from its newest complete checkpoint.
 
 #include <gmock/gmock.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -109,12 +106,7 @@ TEST_F(ResumeTest, ADaemonRestartDuringTheBackoffKeepsBudgetAndBackoff) {
   ASSERT_TRUE(WaitForState(id, "Retrying"));
   std::string retry_at = Job(id)["retries"]["retry_at"];
   ASSERT_EQ(::kill(static_cast<pid_t>(DaemonPid()), SIGTERM), 0);
-  ASSERT_TRUE(WaitUntil([&] {  // gone: its lock is free
-    int fd = ::open((home_ / "taugridd.lock").c_str(), O_RDWR | O_CLOEXEC);
-    bool free = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-    if (fd >= 0) ::close(fd);
-    return free;
-  }));
+  ASSERT_TRUE(WaitForDaemonGone());
   // The next command starts a new daemon, which still knows the backoff.
   nlohmann::json job = Job(id);
   if (job["state"] == "Retrying") {
