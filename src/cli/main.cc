@@ -8,6 +8,7 @@
 #include "cli/admin_commands.h"
 #include "cli/checkpoint_commands.h"
 #include "cli/evidence_commands.h"
+#include "cli/gpu_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
 #include "cli/spec_commands.h"
@@ -206,6 +207,23 @@ int Main(int argc, char** argv) {
   delete_cmd->add_option("NAME", delete_name, "Object name")->required();
   delete_cmd->add_option("-n,--workspace", delete_ns, "Workspace of a LocalQueue (default: default)");
   delete_cmd->callback([&] { exit_code = RunAdminDelete(delete_kind, delete_name, delete_ns); });
+  auto* admin_gpu_cmd = admin_cmd->add_subcommand("gpu", "GPU maintenance: clear a fault, drain, undrain");
+  admin_gpu_cmd->require_subcommand(1);
+  std::string gpu_uuid;
+  for (const char* action : {"clear", "drain", "undrain"}) {
+    const char* help = std::string(action) == "clear"   ? "Clear a GPU's fatal state after repair (in service after its next good poll)"
+                       : std::string(action) == "drain" ? "Take a GPU out of service: running work finishes, nothing new starts"
+                                                        : "Put a drained GPU back into service";
+    auto* cmd = admin_gpu_cmd->add_subcommand(action, help);
+    cmd->add_option("UUID", gpu_uuid, "The GPU's UUID (tau nodes lists them)")->required();
+    cmd->callback([&exit_code, &gpu_uuid, action] { exit_code = RunAdminGpu(action, gpu_uuid); });
+  }
+
+  std::string nodes_output;
+  auto* nodes_cmd = app.add_subcommand("nodes", "The machine's GPUs: health, telemetry and the job on each");
+  nodes_cmd->alias("gpus");
+  nodes_cmd->add_option("-o,--output", nodes_output, "Output format")->check(CLI::IsMember({"json", "yaml"}));
+  nodes_cmd->callback([&] { exit_code = RunNodes(nodes_output); });
 
   std::string queues_output;
   auto* queues_cmd = app.add_subcommand("queues", "Quota, usage and borrowing of every queue");

@@ -31,5 +31,7 @@ struct ApiContext {
 
 // /api/v1/jobs/ID/evidence, /evidence/export and /outputs (api_evidence_routes.cc).
 void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx);
+// /api/v1/gpus and /api/v1/admin/gpus/UUID/clear|drain|undrain (api_gpu_routes.cc).
+void AddGpuRoutes(httplib::Server& server, const ApiContext& ctx);
 
 }  // namespace tau::server

@@ -138,6 +138,7 @@ class ApiServer::Impl {
 
   void Routes() {
     AddEvidenceRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
+    AddGpuRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
     server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       SendJson(res, {{"status", "ok"}, {"version", kVersion}});
     });

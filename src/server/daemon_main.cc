@@ -20,6 +20,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "common/clock.h"
@@ -29,6 +30,8 @@
 #include "exec/cgroup.h"
 #include "exec/gpu_inventory.h"
 #include "exec/host_facts.h"
+#include "gpu/gpu_monitor.h"
+#include "gpu/gpu_source.h"
 #include "exec/process_info.h"
 #include "sched/admission_policy.h"
 #include "server/api_server.h"
@@ -53,18 +56,29 @@ struct Flags {
   log::Level log_level = log::Level::kInfo;
   int64_t max_interruptions = 10;
   Duration checkpoint_scan_interval = std::chrono::seconds(30);
+  Duration gpu_poll_interval = std::chrono::seconds(15);
+  std::string xid_classes;  // "" : TAU_HOME/xid-classes.yaml when it exists
+  bool allow_foreign_gpu_processes = false;
 };
 
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr, "taugridd: %s\nusage: taugridd [--home DIR] [--port N] [--log-format logfmt|json] "
                        "[--log-level debug|info|warn|error]\n"
-                       "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n",
+                       "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n"
+                       "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n",
                why.c_str());
   std::exit(2);
 }
 
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
+  // The environment may set the GPU poll interval (tests, and `tau server
+  // start`, which passes no flags); a flag wins.
+  if (const char* poll = std::getenv("TAU_GPU_POLL_INTERVAL")) {
+    auto d = ParseDuration(poll);
+    if (!d.ok() || d->count() < 100) Usage("TAU_GPU_POLL_INTERVAL is a duration of at least 100ms (e.g. 15s)");
+    f.gpu_poll_interval = *d;
+  }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -90,6 +104,14 @@ Flags ParseFlags(int argc, char** argv) {
       auto d = ParseDuration(value());
       if (!d.ok() || d->count() < 1000) Usage("--checkpoint-scan-interval is a duration of at least 1s (e.g. 30s)");
       f.checkpoint_scan_interval = *d;
+    } else if (a == "--gpu-poll-interval") {
+      auto d = ParseDuration(value());
+      if (!d.ok() || d->count() < 100) Usage("--gpu-poll-interval is a duration of at least 100ms (e.g. 15s)");
+      f.gpu_poll_interval = *d;
+    } else if (a == "--xid-classes") {
+      f.xid_classes = value();
+    } else if (a == "--allow-foreign-gpu-processes") {
+      f.allow_foreign_gpu_processes = true;
     } else if (a == "--help" || a == "-h") {
       Usage("the embedded TauGrid control plane");
     } else {
@@ -161,14 +183,51 @@ int Main(int argc, char** argv) {
     log::Error("server", "cannot read the machine's capacity", {{"error", capacity_info.status().ToString()}});
     return 1;
   }
-  exec::GpuConfigFile gpu_config((home.root() / "gpus.json").string());
-  auto gpus = gpu_config.List();
-  if (!gpus.ok()) {
-    log::Error("server", "cannot read the GPU list", {{"error", gpus.status().ToString()}});
-    return 1;
+  // GPUs: from NVML when it loads (TAU_NVML_LIBRARY names the library),
+  // else from TAU_HOME/gpus.json, else none.
+  std::unique_ptr<gpu::GpuSource> nvml;
+  std::vector<gpu::GpuInfo> gpus;
+  std::string driver_version, cuda_version;
+  const char* nvml_path = std::getenv("TAU_NVML_LIBRARY");
+  if (auto opened = gpu::OpenNvml(nvml_path ? nvml_path : ""); opened.ok()) {
+    nvml = std::move(*opened);
+    gpus = nvml->inventory().gpus;
+    driver_version = nvml->inventory().driver_version;
+    cuda_version = nvml->inventory().cuda_version;
+    log::Info("gpu", "GPUs from NVML, watched for faults",
+              {{"count", std::to_string(gpus.size())}, {"driver", driver_version}, {"library", nvml->inventory().source}});
+  } else {
+    exec::GpuConfigFile gpu_config((home.root() / "gpus.json").string());
+    auto listed = gpu_config.List();
+    if (!listed.ok()) {
+      log::Error("server", "cannot read the GPU list", {{"error", listed.status().ToString()}});
+      return 1;
+    }
+    for (const auto& g : *listed) {
+      gpus.push_back({g.index, g.uuid, g.model, "", g.memory_mib, gpu::GpuClassOf(g.model, g.memory_mib)});
+    }
+    log::Info("gpu", listed->empty() ? "no NVML and no gpus.json: a CPU-only machine"
+                                     : "no NVML: GPUs from gpus.json, taken as healthy and not watched",
+              {{"nvml", opened.status().message()}});
+  }
+  gpu::XidCatalog xid_catalog = gpu::XidCatalog::Defaults();
+  {
+    fs::path xid_file = flags.xid_classes.empty() ? home.root() / "xid-classes.yaml" : fs::path(flags.xid_classes);
+    std::ifstream in(xid_file);
+    if (in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      if (Status st = xid_catalog.MergeYaml(text.str(), xid_file.string()); !st.ok()) {
+        std::fprintf(stderr, "taugridd: %s\n", st.message().c_str());
+        return 2;
+      }
+    } else if (!flags.xid_classes.empty()) {
+      std::fprintf(stderr, "taugridd: cannot read %s\n", xid_file.c_str());
+      return 2;
+    }
   }
   sched::Resources capacity{capacity_info->cpus_milli, capacity_info->memory_bytes,
-                            static_cast<int64_t>(gpus->size())};
+                            static_cast<int64_t>(gpus.size())};
 
   auto store = store::JobStore::Open(home.database().string());
   if (!store.ok()) {
@@ -185,13 +244,24 @@ int Main(int argc, char** argv) {
   options.capacity = capacity;
   options.kueue = DefaultKueueConfig(capacity);
   options.default_manifests = DefaultKueueManifests(capacity);
-  for (const auto& g : *gpus) options.gpu_uuids.push_back(g.uuid);
+  for (const auto& g : gpus) options.gpu_uuids.push_back(g.uuid);
+  options.gpu_info = gpus;
+  options.gpu_health_monitored = nvml != nullptr;
+  options.xid_catalog = xid_catalog;
+  options.allow_foreign_gpu_processes = flags.allow_foreign_gpu_processes;
   {
     // What every job's evidence records about this machine.
     exec::HostFacts facts = exec::ReadHostFacts();
     nlohmann::json gpu_list = nlohmann::json::array();
-    for (const auto& g : *gpus) {
-      gpu_list.push_back({{"index", g.index}, {"uuid", g.uuid}, {"model", g.model}, {"memory_mib", g.memory_mib}});
+    for (const auto& g : gpus) {
+      gpu_list.push_back({{"index", g.index},
+                          {"uuid", g.uuid},
+                          {"model", g.model},
+                          {"gpu_class", g.gpu_class},
+                          {"memory_mib", g.memory_mib},
+                          {"pci_bus_id", g.pci_bus_id},
+                          {"driver_version", driver_version},
+                          {"cuda_version", cuda_version}});
     }
     options.host_json = nlohmann::json{{"hostname", facts.hostname},
                                        {"os", facts.os},
@@ -251,6 +321,18 @@ int Main(int argc, char** argv) {
     log::Error("server", "cannot recover the state", {{"error", recovered.ToString()}});
     return 1;
   }
+  // The GPU monitor's threads read NVML; what they read is handled on the loop.
+  std::unique_ptr<gpu::GpuMonitor> monitor;
+  if (nvml) {
+    monitor = std::make_unique<gpu::GpuMonitor>(
+        nvml.get(), flags.gpu_poll_interval,
+        gpu::GpuMonitor::Callbacks{
+            [&loop, &jobs](int index, gpu::GpuSample sample) {
+              loop.Post([&jobs, index, sample = std::move(sample)]() mutable { jobs.OnGpuSample(index, std::move(sample)); });
+            },
+            [&loop, &jobs](gpu::XidEvent event) { loop.Post([&jobs, event] { jobs.OnGpuXid(event); }); }});
+    monitor->Start();
+  }
   // Checkpoints of running jobs are indexed (and pruned) periodically.
   std::function<void()> scan_checkpoints = [&] {
     jobs.RefreshRunningCheckpoints();
@@ -285,6 +367,7 @@ int Main(int argc, char** argv) {
   fs::remove(home.server_json(), ec);
   api.Stop();
   http.join();
+  if (monitor) monitor->Stop();
   files.Stop();
   loop.Stop();
   return 0;

@@ -86,6 +86,12 @@ JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runn
       gpu_busy_(static_cast<size_t>(options_.capacity.gpus), false),
       cpu_load_(options_.cpu_ids.size(), 0) {
   engine_.Configure(options_.kueue);
+  gpu_slots_.reserve(gpu_busy_.size());
+  for (size_t g = 0; g < gpu_busy_.size(); ++g) {
+    gpu_slots_.push_back(GpuSlot{gpu::GpuHealth(options_.health_thresholds), false, {}});
+    // GPUs nobody watches are taken as an operator listed them: healthy.
+    if (!options_.gpu_health_monitored) gpu_slots_.back().health.OnSample(gpu::GpuSample{.readable = true});
+  }
 }
 
 int64_t JobManager::NowMs() const {
@@ -152,6 +158,18 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
     probe.rec.queue = spec.queue;
     TAU_ASSIGN_OR_RETURN(sched::Workload w, ToWorkload(probe));
     TAU_RETURN_IF_ERROR(engine_.CheckFeasible(w));
+  }
+  if (spec.compute.gpus > 0 && spec.compute.gpu_class != "any" && !options_.gpu_info.empty()) {
+    std::vector<std::string> classes;
+    bool found = false;
+    for (const auto& g : options_.gpu_info) {
+      found = found || g.gpu_class == spec.compute.gpu_class;
+      if (std::find(classes.begin(), classes.end(), g.gpu_class) == classes.end()) classes.push_back(g.gpu_class);
+    }
+    if (!found) {
+      return FailedPreconditionError(fmt::format("compute.gpu_class \"{}\": this machine has no such GPU; its GPUs are {}",
+                                                 spec.compute.gpu_class, Join(classes, ", ")));
+    }
   }
   // depends_on: names mean the newest job of that name now.
   std::vector<std::string> dependency_ids;
@@ -371,7 +389,7 @@ void JobManager::StartAttempt(Job& job) {
   // Take the job's resources and GPUs.
   job.gpu_indexes.clear();
   for (size_t g = 0; g < gpu_busy_.size() && static_cast<int64_t>(job.gpu_indexes.size()) < job.request.gpus; ++g) {
-    if (!gpu_busy_[g]) job.gpu_indexes.push_back(static_cast<int>(g));
+    if (GpuUsable(g) && GpuOfClass(g, job.spec.compute.gpu_class)) job.gpu_indexes.push_back(static_cast<int>(g));
   }
   for (int g : job.gpu_indexes) gpu_busy_[static_cast<size_t>(g)] = true;
   used_ += job.request;
@@ -679,6 +697,11 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
       message = "no exit code or signal recorded";
     }
   }
+  if (!job.rec.gpu_fault.empty() && !job.rec.cancel_requested && job.rec.preempted_by.empty()) {
+    state = JobState::kFailed;  // stopped because its GPU failed, whatever it exited with
+    reason = job.rec.gpu_fault;
+    message = job.gpu_fault_message.empty() ? "a GPU under it failed" : job.gpu_fault_message;
+  }
   if (!job.rec.preempted_by.empty() && !job.rec.cancel_requested) {
     state = JobState::kFailed;  // even if it exited 0 on SIGTERM: it stopped because asked to
     reason = "Preempted";
@@ -696,6 +719,8 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   job.rec.message = message;
   if (store::IsTerminal(state)) job.rec.finished_at = attempt.finished_at;
   job.rec.preempted_by.clear();
+  job.rec.gpu_fault.clear();
+  job.gpu_fault_message.clear();
   Release(job);
   auto txn = store_->Begin();
   Status st = txn.status();

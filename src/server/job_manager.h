@@ -16,6 +16,8 @@
 #include "common/tau_home.h"
 #include "exec/cgroup.h"
 #include "exec/shim_launcher.h"
+#include "gpu/gpu_health.h"
+#include "gpu/gpu_source.h"
 #include "sched/admission_engine.h"
 #include "sched/admission_policy.h"
 #include "server/attempt_runner.h"
@@ -72,6 +74,17 @@ struct JobManagerOptions {
   // The machine as the evidence records it (host facts and GPUs), JSON
   // text; "" for unknown.
   std::string host_json;
+  // The machine's GPUs (same order as gpu_uuids), for health and `tau nodes`.
+  std::vector<gpu::GpuInfo> gpu_info;
+  // True when the GPUs are watched (NVML): they start Unknown and are given
+  // work after their first good poll. False (no NVML; GPUs listed by an
+  // operator): they are taken as Healthy.
+  bool gpu_health_monitored = false;
+  gpu::XidCatalog xid_catalog = gpu::XidCatalog::Defaults();
+  gpu::HealthThresholds health_thresholds;
+  // GPUs with compute processes TauGrid did not start are not handed out
+  // while they have them, unless this is set.
+  bool allow_foreign_gpu_processes = false;
   // A random number in [0, 1) for backoff jitter. Unset: a seeded PRNG.
   std::function<double()> jitter;
 };
@@ -157,6 +170,17 @@ class JobManager {
   // digests, "complete": false).
   Result<std::string> EvidenceJson(const std::string& id_or_name);
 
+  // GPU health (job_manager_gpus.cc): a poll of GPU `index`, and an XID
+  // event, as the GPU monitor reads them.
+  void OnGpuSample(int index, gpu::GpuSample sample);
+  void OnGpuXid(gpu::XidEvent event);
+  // tau admin gpu clear / drain / undrain UUID.
+  Status ClearGpu(const std::string& uuid);
+  Status DrainGpu(const std::string& uuid, bool drained);
+  // The machine's GPUs with health, telemetry and the job on each, and the
+  // recent GPU events (JSON text).
+  std::string GpusJson();
+
   // Queues the Retrying jobs whose backoff has ended. Runs from the timer
   // JobManagerOptions::after arms; tests call it after moving the clock.
   void WakeRetries();
@@ -193,6 +217,7 @@ class JobManager {
     bool indexing = false;
     bool index_again = false;  // another refresh was asked for meanwhile
     bool sealing_evidence = false;  // the capsule is being completed off the loop
+    std::string gpu_fault_message;  // why rec.gpu_fault was set
     int64_t peak_rss_kb = 0;  // of the current attempt's ranks so far
     std::shared_ptr<const JobView> view;  // reset when the job changes
   };
@@ -256,6 +281,31 @@ class JobManager {
   // Seals the capsule of an ended job: assembled (log digests, pip freeze)
   // off the loop, stored as a blob, its digest set in rec.evidence.
   void SealEvidence(Job& job);
+  // GPUs (job_manager_gpus.cc).
+  struct GpuSlot {
+    gpu::GpuHealth health;
+    bool drained = false;
+    std::vector<int64_t> foreign_pids;  // processes on it while no job of ours has it
+  };
+  // Whether GPU `g` can be given to a new attempt now.
+  bool GpuUsable(size_t g) const;
+  // Whether GPU `g` is of `gpu_class` ("any" matches every GPU).
+  bool GpuOfClass(size_t g, const std::string& gpu_class) const;
+  // How many GPUs of `gpu_class` could be given out now.
+  int64_t UsableGpus(const std::string& gpu_class) const;
+  // Whether GPU `g` could take work once free (healthy or suspect, not drained).
+  bool GpuInService(size_t g) const;
+  // Why a job needing `gpus` GPUs cannot fit the GPUs in service; "" when it can.
+  std::string GpuShortage(int64_t gpus) const;
+  void LoadGpuState();
+  void ApplyGpuChange(size_t g, const std::optional<gpu::HealthChange>& change);
+  // Stops the running attempts on GPU `g`: `reason` GpuFault (an
+  // interruption, retried) or GpuXid (the job's own fault).
+  void FaultJobsOnGpu(size_t g, const std::string& reason, const std::string& message);
+  void SaveGpu(size_t g);
+  Status AppendGpuEvent(size_t g, std::string type, std::string reason, std::string message);
+  Result<size_t> FindGpu(const std::string& uuid) const;
+
   // Runs `work` off the control loop (JobManagerOptions::background) and
   // the continuation it returns back on the loop; both inline when no
   // background runner is set.
@@ -291,6 +341,7 @@ class JobManager {
   int64_t last_event_id_ = 0;
   sched::Resources used_;
   std::vector<bool> gpu_busy_;
+  std::vector<GpuSlot> gpu_slots_;
   std::vector<int64_t> cpu_load_;  // milli-CPUs pinned to each of options_.cpu_ids
   std::mt19937_64 rng_{std::random_device{}()};  // backoff jitter
 };

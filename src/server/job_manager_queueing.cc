@@ -404,6 +404,8 @@ void JobManager::RunAdmission() {
   // bound on top of it (quota may promise more than exists).
   sched::Resources free = options_.capacity;
   free -= used_;
+  free.gpus = 0;  // the GPUs that can take work now: free, healthy, not drained
+  for (size_t g = 0; g < gpu_busy_.size(); ++g) free.gpus += GpuUsable(g) ? 1 : 0;
   std::vector<sched::Admission> admissions = engine_.Schedule();
   for (const sched::Eviction& ev : engine_.TakeEvictions()) {
     auto it = jobs_by_id_.find(ev.victim_id);
@@ -424,11 +426,13 @@ void JobManager::RunAdmission() {
   }
   for (const sched::Admission& a : admissions) {
     Job& job = *jobs_by_id_[a.workload_id];
-    if (!job.request.FitsIn(free)) {
+    if (!job.request.FitsIn(free) || UsableGpus(job.spec.compute.gpu_class) < job.request.gpus) {
       engine_.Remove(job.rec.id);  // back to the queue (same place: ordered by priority and seq)
+      std::string shortage = GpuShortage(job.request.gpus);
       SetWaitingReason(job, "WaitingForResources",
-                       fmt::format("quota admits it, but the machine has {} free and it needs {}",
-                                   sched::Describe(free), sched::Describe(job.request)));
+                       !shortage.empty() ? shortage
+                                         : fmt::format("quota admits it, but the machine has {} free and it needs {}",
+                                                       sched::Describe(free), sched::Describe(job.request)));
       continue;
     }
     free -= job.request;

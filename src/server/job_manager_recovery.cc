@@ -18,6 +18,7 @@ using store::JobState;
 
 Status JobManager::Recover() {
   TAU_RETURN_IF_ERROR(LoadKueue());
+  LoadGpuState();
   TAU_ASSIGN_OR_RETURN(std::vector<store::JobRecord> records, store_->LoadJobs());
   TAU_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store_->LoadAttempts());
   std::unordered_map<std::string, std::vector<AttemptRecord>> by_job;
@@ -140,7 +141,7 @@ Status JobManager::Recover() {
     }
     // A stop asked for before the restart is asked again: the signal may
     // not have been sent before the daemon went down.
-    if (job.rec.cancel_requested || !job.rec.preempted_by.empty()) StopRanks(job);
+    if (job.rec.cancel_requested || !job.rec.preempted_by.empty() || !job.rec.gpu_fault.empty()) StopRanks(job);
     // Ranks that ended meanwhile count now; one with neither a live shim nor
     // a status lost its shim (reason Lost). The last one finishes the attempt.
     for (int r = 0; r < workers; ++r) {

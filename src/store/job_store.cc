@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "store/migrations.h"
 
 namespace tau::store {
@@ -43,7 +45,7 @@ constexpr char kJobColumns[] =
     "id, seq, name, workspace, queue, state, reason, message, exit_code, attempt, spec_json, "
     "spec_sha256, snapshot_digest, submit_command, cancel_requested, created_at, admitted_at, "
     "started_at, finished_at, depends_on, secret_env, held, priority_class, preempted_by, restarts, interruptions, retry_at, retry_reason, resume_from, "
-    "checkpoints, reproduces, evidence_submit, evidence";
+    "checkpoints, reproduces, evidence_submit, evidence, gpu_fault";
 
 void BindJob(Statement& st, const JobRecord& j) {
   st.Bind(1, j.id).Bind(2, j.seq).Bind(3, j.name).Bind(4, j.workspace).Bind(5, j.queue)
@@ -55,7 +57,7 @@ void BindJob(Statement& st, const JobRecord& j) {
       .Bind(21, j.secret_env).Bind(22, int64_t{j.held ? 1 : 0}).Bind(23, j.priority_class)
       .Bind(24, j.preempted_by).Bind(25, j.restarts).Bind(26, j.interruptions).Bind(27, j.retry_at)
       .Bind(28, j.retry_reason).Bind(29, j.resume_from).Bind(30, j.checkpoints).Bind(31, j.reproduces)
-      .Bind(32, j.evidence_submit).Bind(33, j.evidence);
+      .Bind(32, j.evidence_submit).Bind(33, j.evidence).Bind(34, j.gpu_fault);
 }
 
 }  // namespace
@@ -63,7 +65,7 @@ void BindJob(Statement& st, const JobRecord& j) {
 Status JobStore::InsertJob(const JobRecord& job) {
   TAU_ASSIGN_OR_RETURN(Statement st,
                        db_->Prepare(fmt::format("INSERT INTO jobs ({}) VALUES "
-                                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                                 kJobColumns)));
   BindJob(st, job);
   return st.Run();
@@ -77,7 +79,7 @@ Status JobStore::UpdateJob(const JobRecord& job) {
                                     "submit_command=?14, cancel_requested=?15, created_at=?16, "
                                     "admitted_at=?17, started_at=?18, finished_at=?19, depends_on=?20, secret_env=?21, held=?22, priority_class=?23, preempted_by=?24, "
                                     "restarts=?25, interruptions=?26, retry_at=?27, retry_reason=?28, resume_from=?29, "
-                                    "checkpoints=?30, reproduces=?31, evidence_submit=?32, evidence=?33 WHERE id=?1"));
+                                    "checkpoints=?30, reproduces=?31, evidence_submit=?32, evidence=?33, gpu_fault=?34 WHERE id=?1"));
   BindJob(st, job);
   TAU_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() != 1) return NotFoundError(fmt::format("job {} is not in the database", job.id));
@@ -161,6 +163,7 @@ Result<std::vector<JobRecord>> JobStore::LoadJobs() {
     j.reproduces = st.Text(30);
     j.evidence_submit = st.Text(31);
     j.evidence = st.Text(32);
+    j.gpu_fault = st.Text(33);
     out.push_back(std::move(j));
   }
   return out;
@@ -250,6 +253,52 @@ Result<std::vector<EventRecord>> JobStore::LoadEvents(const std::string& job_id,
     if (!row) break;
     out.push_back({st.Int(0), st.Text(1), st.Int(2), st.Text(3), st.Text(4), st.Text(5)});
   }
+  return out;
+}
+
+Status JobStore::UpsertGpu(const GpuRecord& g) {
+  TAU_ASSIGN_OR_RETURN(Statement st,
+                       db_->Prepare("INSERT INTO gpus (uuid, state, reason, message, since, drained) VALUES (?,?,?,?,?,?) "
+                                    "ON CONFLICT(uuid) DO UPDATE SET state=excluded.state, reason=excluded.reason, "
+                                    "message=excluded.message, since=excluded.since, drained=excluded.drained"));
+  st.Bind(1, g.uuid).Bind(2, g.state).Bind(3, g.reason).Bind(4, g.message).Bind(5, g.since)
+      .Bind(6, int64_t{g.drained ? 1 : 0});
+  return st.Run();
+}
+
+Result<std::vector<GpuRecord>> JobStore::LoadGpus() {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT uuid, state, reason, message, since, drained FROM gpus"));
+  std::vector<GpuRecord> out;
+  while (true) {
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back({st.Text(0), st.Text(1), st.Text(2), st.Text(3), st.Int(4), st.Int(5) != 0});
+  }
+  return out;
+}
+
+Result<int64_t> JobStore::AppendGpuEvent(const GpuEventRecord& e) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("INSERT INTO gpu_events (at, uuid, type, reason, message) "
+                                                  "VALUES (?,?,?,?,?)"));
+  st.Bind(1, e.at).Bind(2, e.uuid).Bind(3, e.type).Bind(4, e.reason).Bind(5, e.message);
+  TAU_RETURN_IF_ERROR(st.Run());
+  return db_->LastInsertRowId();
+}
+
+Result<std::vector<GpuEventRecord>> JobStore::LoadGpuEvents(const std::string& uuid, int limit) {
+  std::string sql = "SELECT id, at, uuid, type, reason, message FROM gpu_events";
+  if (!uuid.empty()) sql += " WHERE uuid = ?2";
+  sql += " ORDER BY id DESC LIMIT ?1";
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare(sql));
+  st.Bind(1, int64_t{limit});
+  if (!uuid.empty()) st.Bind(2, uuid);
+  std::vector<GpuEventRecord> out;
+  while (true) {
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back({st.Int(0), st.Int(1), st.Text(2), st.Text(3), st.Text(4), st.Text(5)});
+  }
+  std::reverse(out.begin(), out.end());
   return out;
 }
 

@@ -41,6 +41,13 @@ class JobStore {
   Result<std::string> Setting(const std::string& key);
   Status SetSetting(const std::string& key, const std::string& value);
 
+  // GPU health: one row per GPU (upserted), and the GPU event log.
+  Status UpsertGpu(const GpuRecord& gpu);
+  Result<std::vector<GpuRecord>> LoadGpus();
+  Result<int64_t> AppendGpuEvent(const GpuEventRecord& event);
+  // Newest last; `uuid` "" for every GPU.
+  Result<std::vector<GpuEventRecord>> LoadGpuEvents(const std::string& uuid, int limit);
+
   Result<Transaction> Begin() { return Transaction::Begin(db_.get()); }
   Database* db() { return db_.get(); }
 

@@ -37,7 +37,7 @@ TEST_F(JobStoreTest, MigratesAndReopens) {
   {
     auto store = JobStore::Open(Path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    EXPECT_EQ(*(*store)->SchemaVersion(), 9);
+    EXPECT_EQ(*(*store)->SchemaVersion(), 10);
     ASSERT_TRUE((*store)->InsertJob(Job("j_a", 1)).ok());
   }
   auto again = JobStore::Open(Path());
@@ -74,6 +74,7 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   j.reproduces = "j_dddddddddd";
   j.evidence_submit = "sha256:aa";
   j.evidence = "sha256:bb";
+  j.gpu_fault = "GpuFault";
   ASSERT_TRUE(store->InsertJob(j).ok());
   auto loaded = (*store->LoadJobs())[0];
   EXPECT_EQ(loaded.state, JobState::kFailed);
@@ -96,6 +97,7 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   EXPECT_EQ(loaded.reproduces, "j_dddddddddd");
   EXPECT_EQ(loaded.evidence_submit, "sha256:aa");
   EXPECT_EQ(loaded.evidence, "sha256:bb");
+  EXPECT_EQ(loaded.gpu_fault, "GpuFault");
   EXPECT_FALSE(loaded.exit_code == std::nullopt);
 
   loaded.state = JobState::kSucceeded;
@@ -139,6 +141,25 @@ TEST_F(JobStoreTest, AttemptsUpsertAndEventsPage) {
   ASSERT_TRUE(store->DeleteJob("j_c").ok());
   EXPECT_TRUE(store->LoadAttempts()->empty());
   EXPECT_TRUE(store->LoadEvents("", 0, 100)->empty());
+}
+
+TEST_F(JobStoreTest, GpusUpsertAndTheirEventsPage) {
+  auto opened = JobStore::Open(Path());
+  ASSERT_TRUE(opened.ok());
+  auto& store_ = *opened;
+  ASSERT_TRUE(store_->UpsertGpu({"GPU-a", "Healthy", "", "", 10, false}).ok());
+  ASSERT_TRUE(store_->UpsertGpu({"GPU-a", "Unhealthy", "XidFatal", "XID 95", 20, true}).ok());
+  auto gpus = store_->LoadGpus();
+  ASSERT_TRUE(gpus.ok());
+  ASSERT_EQ(gpus->size(), 1u);
+  EXPECT_EQ((*gpus)[0].state, "Unhealthy");
+  EXPECT_EQ((*gpus)[0].reason, "XidFatal");
+  EXPECT_TRUE((*gpus)[0].drained);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store_->AppendGpuEvent({0, i, i == 1 ? "GPU-b" : "GPU-a", "Xid", "", ""}).ok());
+  auto events = store_->LoadGpuEvents("GPU-a", 10);
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].at, 0) << "oldest first";
+  EXPECT_EQ(store_->LoadGpuEvents("", 2)->size(), 2u);
 }
 
 TEST_F(JobStoreTest, UncommittedTransactionsRollBack) {

@@ -110,6 +110,28 @@ ALTER TABLE jobs ADD COLUMN evidence_submit TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN evidence TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN peak_rss_kb INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 10: GPU health (a fatal state is sticky across restarts), drains, the
+    // GPU event log, and the GPU fault that is stopping a job's attempt.
+    R"sql(
+CREATE TABLE gpus (
+  uuid TEXT PRIMARY KEY,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  since INTEGER NOT NULL DEFAULT 0,
+  drained INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE TABLE gpu_events (
+  id INTEGER PRIMARY KEY,
+  at INTEGER NOT NULL,
+  uuid TEXT NOT NULL,
+  type TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT ''
+) STRICT;
+CREATE INDEX gpu_events_by_uuid ON gpu_events(uuid, id);
+ALTER TABLE jobs ADD COLUMN gpu_fault TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 }  // namespace

@@ -68,6 +68,10 @@ struct JobRecord {
   // submit, and of the whole capsule once the job has ended ("" before).
   std::string evidence_submit;
   std::string evidence;
+  // Set while the current attempt stops because a GPU under it failed: the
+  // reason its end gets (GpuFault: retried as gpu_fault; GpuXid: an
+  // application-class XID, the job's own fault).
+  std::string gpu_fault;
   int64_t created_at = 0;
   std::optional<int64_t> admitted_at;
   std::optional<int64_t> started_at;
@@ -105,6 +109,25 @@ struct KueueObjectRecord {
   std::string namespace_;  // LocalQueue only
   std::string name;
   std::string json;
+};
+
+// One GPU's stored health (docs/gpu-health.md).
+struct GpuRecord {
+  std::string uuid;
+  std::string state;  // Unknown, Healthy, Suspect, Unhealthy
+  std::string reason;
+  std::string message;
+  int64_t since = 0;  // ms since the epoch
+  bool drained = false;
+};
+
+struct GpuEventRecord {
+  int64_t id = 0;
+  int64_t at = 0;
+  std::string uuid;
+  std::string type;  // Healthy, Suspect, Unhealthy, Unknown, Xid, Drained, Undrained, Cleared
+  std::string reason;
+  std::string message;
 };
 
 struct EventRecord {

@@ -46,7 +46,9 @@ void DaemonTest::TearDown() {
 }
 
 std::map<std::string, std::string> DaemonTest::Env() const {
-  return {{"TAU_HOME", home_.string()}, {"NO_COLOR", "1"}, {"TAU_SERVER", ""}};
+  std::map<std::string, std::string> env = {{"TAU_HOME", home_.string()}, {"NO_COLOR", "1"}, {"TAU_SERVER", ""}};
+  for (const auto& [k, v] : extra_env_) env[k] = v;
+  return env;
 }
 
 CommandResult DaemonTest::Tau(std::vector<std::string> args, const std::string& cwd) {

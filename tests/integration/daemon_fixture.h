@@ -44,6 +44,8 @@ class DaemonTest : public ::testing::Test {
 
   std::filesystem::path home_;
   std::filesystem::path work_;
+  // More environment for tau and the taugridd it starts (set in BeforeStart).
+  std::map<std::string, std::string> extra_env_;
 };
 
 }  // namespace tau::testing

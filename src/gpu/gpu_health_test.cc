@@ -1,0 +1,139 @@
+#include "gpu/gpu_health.h"
+
+#include <gtest/gtest.h>
+
+namespace tau::gpu {
+namespace {
+
+GpuSample Good(int64_t temp = 40) {
+  GpuSample s;
+  s.readable = true;
+  s.temperature_c = temp;
+  s.ecc_uncorrected = 0;
+  return s;
+}
+
+TEST(GpuHealthTest, AGpuIsUnknownUntilItsFirstGoodPoll) {
+  GpuHealth h;
+  EXPECT_EQ(h.state(), HealthState::kUnknown);
+  auto change = h.OnSample(Good());
+  ASSERT_TRUE(change);
+  EXPECT_EQ(change->to, HealthState::kHealthy);
+  EXPECT_FALSE(h.OnSample(Good())) << "no change, no event";
+}
+
+TEST(GpuHealthTest, UnreadableTelemetryIsUnknownNeverHealthy) {
+  GpuHealth h;
+  h.OnSample(Good());
+  GpuSample none;
+  none.error = "temperature: NVML_ERROR_UNKNOWN (999)";
+  auto change = h.OnSample(none);
+  ASSERT_TRUE(change);
+  EXPECT_EQ(change->to, HealthState::kUnknown);
+  EXPECT_EQ(change->reason, "TelemetryUnavailable");
+  // NOT_SUPPORTED answers count as readable: absent metrics are fine.
+  GpuSample unsupported;
+  unsupported.readable = true;
+  EXPECT_EQ(h.OnSample(unsupported)->to, HealthState::kHealthy);
+}
+
+TEST(GpuHealthTest, FatalSignalsActAtOnceAndStick) {
+  GpuHealth h;
+  h.OnSample(Good());
+  GpuSample ecc = Good();
+  ecc.ecc_uncorrected = 2;
+  auto change = h.OnSample(ecc);
+  ASSERT_TRUE(change);
+  EXPECT_EQ(change->to, HealthState::kUnhealthy);
+  EXPECT_EQ(change->reason, "EccUncorrectable");
+  EXPECT_EQ(change->message, "uncorrectable ECC errors rose from 0 to 2");
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(h.OnSample(ecc)) << "sticky";
+  EXPECT_EQ(h.state(), HealthState::kUnhealthy);
+  EXPECT_EQ(h.Clear()->to, HealthState::kUnknown);
+  EXPECT_EQ(h.OnSample(ecc)->to, HealthState::kHealthy) << "the count at clearing is the new baseline";
+}
+
+TEST(GpuHealthTest, AnEccCountAlreadyHighAtStartIsTheBaseline) {
+  GpuHealth h;
+  GpuSample s = Good();
+  s.ecc_uncorrected = 7;
+  EXPECT_EQ(h.OnSample(s)->to, HealthState::kHealthy);
+}
+
+TEST(GpuHealthTest, ALostGpuIsUnhealthy) {
+  GpuHealth h;
+  h.OnSample(Good());
+  GpuSample lost;
+  lost.lost = true;
+  lost.error = "temperature: NVML_ERROR_GPU_IS_LOST (15)";
+  auto change = h.OnSample(lost);
+  EXPECT_EQ(change->to, HealthState::kUnhealthy);
+  EXPECT_EQ(change->reason, "GpuLost");
+}
+
+TEST(GpuHealthTest, TemperatureHasHysteresis) {
+  GpuHealth h;  // warn at 85 after 2 polls, clear after 3 good, fatal at 95 after 4
+  h.OnSample(Good());
+  EXPECT_FALSE(h.OnSample(Good(90))) << "one hot poll is not enough";
+  auto warn = h.OnSample(Good(90));
+  ASSERT_TRUE(warn);
+  EXPECT_EQ(warn->to, HealthState::kSuspect);
+  EXPECT_EQ(warn->reason, "Temperature");
+  EXPECT_FALSE(h.OnSample(Good(60)));
+  EXPECT_FALSE(h.OnSample(Good(60)));
+  auto clear = h.OnSample(Good(60));
+  ASSERT_TRUE(clear);
+  EXPECT_EQ(clear->to, HealthState::kHealthy);
+  for (int i = 0; i < 3; ++i) h.OnSample(Good(97));
+  auto fatal = h.OnSample(Good(97));
+  ASSERT_TRUE(fatal);
+  EXPECT_EQ(fatal->to, HealthState::kUnhealthy);
+}
+
+TEST(GpuHealthTest, RowRemapsWarnWhenPendingAndAreFatalWhenFailed) {
+  GpuHealth h;
+  h.OnSample(Good());
+  GpuSample pending = Good();
+  pending.remapped_pending = 1;
+  pending.remapped_failed = 0;
+  EXPECT_EQ(h.OnSample(pending)->reason, "RowRemapPending");
+  GpuSample failed = Good();
+  failed.remapped_failed = 1;
+  EXPECT_EQ(h.OnSample(failed)->to, HealthState::kUnhealthy);
+}
+
+TEST(GpuHealthTest, OnlyUnhealthyIsRestoredAfterARestart) {
+  GpuHealth sticky;
+  sticky.Restore(HealthState::kUnhealthy, "XidFatal", "XID 95");
+  EXPECT_EQ(sticky.state(), HealthState::kUnhealthy);
+  EXPECT_FALSE(sticky.OnSample(Good()));
+  GpuHealth suspect;
+  suspect.Restore(HealthState::kSuspect, "Temperature", "hot");
+  EXPECT_EQ(suspect.state(), HealthState::kUnknown);
+}
+
+TEST(XidCatalogTest, DefaultsClassifyTheCatalogue) {
+  XidCatalog c = XidCatalog::Defaults();
+  EXPECT_EQ(c.ClassOf(95), XidClass::kReset);
+  EXPECT_EQ(c.ClassOf(79), XidClass::kReboot);
+  EXPECT_EQ(c.ClassOf(13), XidClass::kApp);
+  EXPECT_EQ(c.ClassOf(63), XidClass::kWatch);
+  EXPECT_EQ(c.ClassOf(64), XidClass::kRma);
+  EXPECT_EQ(c.ClassOf(4242), XidClass::kWatch) << "unknown XIDs are watched";
+  EXPECT_EQ(c.Describe(95), "XID 95 (uncontained ECC error)");
+  EXPECT_EQ(c.Describe(4242), "XID 4242");
+}
+
+TEST(XidCatalogTest, AFileOverridesEntriesWithPositionedErrors) {
+  XidCatalog c = XidCatalog::Defaults();
+  ASSERT_TRUE(c.MergeYaml("xids:\n  13: {class: reset}\n  4242: watch\nunknown: reset\n", "xids.yaml").ok());
+  EXPECT_EQ(c.ClassOf(13), XidClass::kReset);
+  EXPECT_EQ(c.ClassOf(95), XidClass::kReset);
+  EXPECT_EQ(c.ClassOf(5000), XidClass::kReset);
+  Status bad = c.MergeYaml("xids:\n  13: {class: explode}\n", "xids.yaml");
+  EXPECT_EQ(bad.message(), "xids.yaml:2:15: XID 13: class \"explode\" is not app, watch, reset, reboot or rma");
+  EXPECT_FALSE(c.MergeYaml("xid: {}\n", "xids.yaml").ok());
+}
+
+}  // namespace
+}  // namespace tau::gpu

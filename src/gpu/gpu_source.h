@@ -1,0 +1,74 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace tau::gpu {
+
+struct GpuInfo {
+  int index = 0;
+  std::string uuid;  // opaque: never parsed or validated
+  std::string model;  // "NVIDIA H200"
+  std::string pci_bus_id;
+  int64_t memory_mib = 0;
+  std::string gpu_class;  // "h200-141gb" (GpuClassOf)
+};
+
+struct Inventory {
+  std::string source;          // "nvml:/path/libnvidia-ml.so.1"
+  std::string driver_version;  // "580.159.03"; "" when unknown
+  std::string cuda_version;    // "13.0"; "" when unknown
+  std::vector<GpuInfo> gpus;
+};
+
+// One poll of one GPU. A metric the GPU does not support (NOT_SUPPORTED)
+// is absent without making the sample unreadable.
+struct GpuSample {
+  bool readable = false;  // at least one query answered
+  bool lost = false;      // a query said GPU_IS_LOST or RESET_REQUIRED
+  std::string error;      // why it is unreadable or lost
+  std::optional<int64_t> temperature_c;
+  std::optional<int64_t> power_mw;
+  std::optional<int64_t> utilization_pct;
+  std::optional<int64_t> memory_used_mib;
+  std::optional<int64_t> ecc_uncorrected;  // volatile total
+  std::optional<int64_t> ecc_corrected;
+  std::optional<int64_t> remapped_pending;  // rows waiting for a reset (0/1)
+  std::optional<int64_t> remapped_failed;   // a remap failed (0/1)
+  std::vector<int64_t> process_pids;        // compute processes on it
+};
+
+struct XidEvent {
+  int gpu_index = 0;  // -1: the event names no GPU we know
+  int64_t xid = 0;
+};
+
+// Where inventory, telemetry and XID events come from. The NVML one is the
+// real implementation; tests load a fake libnvidia-ml.so.1 into it.
+class GpuSource {
+ public:
+  virtual ~GpuSource() = default;
+  virtual const Inventory& inventory() const = 0;
+  virtual GpuSample Sample(int index) = 0;
+  // Waits up to `timeout` for the next XID event; nullopt on timeout.
+  // Unavailable when the source cannot deliver events at all.
+  virtual Result<std::optional<XidEvent>> WaitXid(std::chrono::milliseconds timeout) = 0;
+};
+
+// Loads NVML from `library_path` ("" for the system's libnvidia-ml.so.1)
+// and reads the inventory.
+Result<std::unique_ptr<GpuSource>> OpenNvml(const std::string& library_path);
+
+// The GPU class of a model and its memory: the model's first word after
+// "NVIDIA", lower-cased, and the memory in GiB rounded up: "NVIDIA H200"
+// with 143771 MiB is "h200-141gb", "NVIDIA H100 80GB HBM3" with 81559 MiB
+// is "h100-80gb".
+std::string GpuClassOf(const std::string& model, int64_t memory_mib);
+
+}  // namespace tau::gpu
