@@ -30,6 +30,33 @@ constexpr size_t kMaxJsonBody = 1 << 20;
 constexpr size_t kMaxBlobBody = (size_t{100} << 20) + (1 << 20);
 constexpr char kVersion[] = "0.1.0";
 
+// When the request this thread serves arrived (httplib serves a request
+// on one thread from routing to logging).
+thread_local std::chrono::steady_clock::time_point request_started;
+
+// The route of a path, for metrics: ids, names, digests and UUIDs become
+// placeholders so the label has few values.
+std::string RouteOf(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    parts.push_back(path.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (parts.size() >= 4 && parts[0] == "api" && parts[1] == "v1") {
+    if (parts[2] == "jobs") parts[3] = "{job}";
+    else if (parts[2] == "blobs") parts[3] = "{digest}";
+    else if (parts[2] == "admin" && parts.size() >= 5 && parts[3] == "gpus") parts[4] = "{uuid}";
+    else if (parts[2] == "admin" && parts.size() >= 6 && parts[3] == "objects") parts[4] = "{kind}", parts[5] = "{name}";
+    if (parts[2] == "jobs" && parts.size() > 5 && parts[4] == "outputs") parts.resize(5), parts.push_back("{path}");
+  }
+  std::string out;
+  for (const auto& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
@@ -85,6 +112,7 @@ class ApiServer::Impl {
     server_.set_keep_alive_max_count(1000);
     server_.set_tcp_nodelay(true);
     server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      request_started = std::chrono::steady_clock::now();
       if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;
       std::string auth = req.get_header_value("Authorization");
       if (!ConstantTimeEquals(auth, "Bearer " + options_.token)) {
@@ -137,6 +165,19 @@ class ApiServer::Impl {
   }
 
   void Routes() {
+    if (options_.metrics) {
+      server_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - request_started).count();
+        options_.metrics->Observe("taugrid_api_request_duration_seconds",
+                                  {{"route", RouteOf(req.path)}, {"method", req.method}, {"code", std::to_string(res.status)}},
+                                  seconds);
+      });
+      server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+        loop_->Call([&] { jobs_->CollectMetrics(); });
+        res.status = 200;
+        res.set_content(options_.metrics->Expose(), "text/plain; version=0.0.4; charset=utf-8");
+      });
+    }
     AddEvidenceRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
     AddGpuRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
     server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {

@@ -6,6 +6,7 @@
 
 #include "common/result.h"
 #include "common/tau_home.h"
+#include "metrics/registry.h"
 #include "sched/resources.h"
 #include "server/control_loop.h"
 #include "server/job_manager.h"
@@ -19,6 +20,8 @@ struct ApiServerOptions {
   std::string token;
   int worker_threads = 64;  // each log follower holds one while it streams
   sched::Resources capacity;
+  // Served at /metrics (with the API token), nullptr: no /metrics.
+  metrics::Registry* metrics = nullptr;
 };
 
 // The HTTP/JSON API under /api/v1 (docs/openapi.yaml) plus /healthz. Reads

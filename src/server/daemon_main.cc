@@ -263,6 +263,7 @@ int Main(int argc, char** argv) {
                           {"driver_version", driver_version},
                           {"cuda_version", cuda_version}});
     }
+    options.hostname = facts.hostname;
     options.host_json = nlohmann::json{{"hostname", facts.hostname},
                                        {"os", facts.os},
                                        {"kernel", facts.kernel},
@@ -298,6 +299,9 @@ int Main(int argc, char** argv) {
     }
   }
   options.max_interruptions = flags.max_interruptions;
+  metrics::Registry registry;
+  DefineMetrics(registry, kVersion);
+  options.metrics = &registry;
   StatePublisher publisher;
   ControlLoop loop;
   // Slow file work (checkpoint digests) runs here, off the control loop.
@@ -344,6 +348,7 @@ int Main(int argc, char** argv) {
   api_options.port = flags.port;
   api_options.token = *token;
   api_options.capacity = capacity;
+  api_options.metrics = &registry;
   ApiServer api(home, &loop, &jobs, &publisher, api_options);
   auto port = api.Bind();
   if (!port.ok()) {

@@ -87,6 +87,7 @@ JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runn
       cpu_load_(options_.cpu_ids.size(), 0) {
   engine_.Configure(options_.kueue);
   gpu_slots_.reserve(gpu_busy_.size());
+  last_xid_.assign(gpu_busy_.size(), 0);
   for (size_t g = 0; g < gpu_busy_.size(); ++g) {
     gpu_slots_.push_back(GpuSlot{gpu::GpuHealth(options_.health_thresholds), false, {}});
     // GPUs nobody watches are taken as an operator listed them: healthy.
@@ -249,6 +250,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
     }
   }
   ++next_seq_;
+  Count("taugrid_job_submissions_total", {{"workspace", job->rec.workspace}, {"queue", job->rec.queue}});
   Job* raw = job.get();
   jobs_by_id_[raw->rec.id] = raw;
   jobs_by_seq_[raw->rec.seq] = std::move(job);
@@ -411,7 +413,11 @@ void JobManager::StartAttempt(Job& job) {
   job.rec.resume_from.clear();  // used by this attempt only
   job.rec.state = JobState::kAdmitted;
   job.rec.attempt = number;
-  job.rec.admitted_at = job.rec.admitted_at.value_or(NowMs());
+  const int64_t admitted_ms = NowMs();
+  if (!job.rec.admitted_at) {
+    ObserveSeconds("taugrid_admission_wait_seconds", {{"queue", job.rec.queue}}, admitted_ms - job.rec.created_at);
+  }
+  job.rec.admitted_at = job.rec.admitted_at.value_or(admitted_ms);
   // Commit "admitted, attempt N starting" before any process exists.
   {
     auto txn = store_->Begin();
@@ -499,6 +505,7 @@ void JobManager::StartAttempt(Job& job) {
   attempt.shim_pid = job.ranks[0].shim->pid;
   attempt.shim_start_ticks = job.ranks[0].shim->start_ticks;
   attempt.started_at = NowMs();
+  ObserveSeconds("taugrid_job_start_seconds", {}, *attempt.started_at - admitted_ms);
   job.rec.state = JobState::kRunning;
   job.rec.started_at = job.rec.started_at.value_or(*attempt.started_at);
   {
@@ -712,6 +719,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
                                                   : AttemptState::kFailed;
   attempt.reason = reason;
   attempt.peak_rss_kb = job.peak_rss_kb;
+  Count("taugrid_job_attempts_total", {{"reason", reason}});
   // Another attempt, now (Queued) or after a backoff (Retrying), or the end.
   if (state == JobState::kFailed) state = ApplyRetryPolicy(job, reason, &message);
   job.rec.state = state;

@@ -18,6 +18,7 @@
 #include "exec/shim_launcher.h"
 #include "gpu/gpu_health.h"
 #include "gpu/gpu_source.h"
+#include "metrics/registry.h"
 #include "sched/admission_engine.h"
 #include "sched/admission_policy.h"
 #include "server/attempt_runner.h"
@@ -85,9 +86,15 @@ struct JobManagerOptions {
   // GPUs with compute processes TauGrid did not start are not handed out
   // while they have them, unless this is set.
   bool allow_foreign_gpu_processes = false;
+  // Where job events are counted (docs/observability.md); nullptr: nowhere.
+  metrics::Registry* metrics = nullptr;
+  std::string hostname;  // the Hostname label of the GPU metrics
   // A random number in [0, 1) for backoff jitter. Unset: a seeded PRNG.
   std::function<double()> jitter;
 };
+
+// Defines the taugrid_* and DCGM_* metric families (docs/observability.md).
+void DefineMetrics(metrics::Registry& registry, const std::string& version);
 
 // The manifests of the default configuration (see DefaultKueueConfig).
 std::string DefaultKueueManifests(const sched::Resources& capacity);
@@ -180,6 +187,10 @@ class JobManager {
   // The machine's GPUs with health, telemetry and the job on each, and the
   // recent GPU events (JSON text).
   std::string GpusJson();
+
+  // Sets the gauges that are read from state (jobs by state, queues, quota,
+  // GPUs) in options.metrics; called before each scrape of /metrics.
+  void CollectMetrics();
 
   // Queues the Retrying jobs whose backoff has ended. Runs from the timer
   // JobManagerOptions::after arms; tests call it after moving the clock.
@@ -305,6 +316,11 @@ class JobManager {
   void SaveGpu(size_t g);
   Status AppendGpuEvent(size_t g, std::string type, std::string reason, std::string message);
   Result<size_t> FindGpu(const std::string& uuid) const;
+
+  // Counts an event in options.metrics, when there is a registry.
+  void Count(const std::string& name, const metrics::Labels& labels, double delta = 1);
+  void ObserveSeconds(const std::string& name, const metrics::Labels& labels, int64_t ms);
+  std::vector<int64_t> last_xid_;  // per GPU, for DCGM_FI_DEV_XID_ERRORS
 
   // Runs `work` off the control loop (JobManagerOptions::background) and
   // the continuation it returns back on the loop; both inline when no

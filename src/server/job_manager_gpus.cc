@@ -175,6 +175,7 @@ void JobManager::OnGpuXid(gpu::XidEvent event) {
     return;
   }
   const size_t g = static_cast<size_t>(event.gpu_index);
+  if (g < last_xid_.size()) last_xid_[g] = event.xid;
   if (Status st = AppendGpuEvent(g, "Xid", std::string(gpu::XidClassName(cls)), what); !st.ok()) {
     log::Error("gpu", "cannot store a GPU event", {{"error", st.ToString()}});
   }

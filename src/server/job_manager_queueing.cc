@@ -411,6 +411,7 @@ void JobManager::RunAdmission() {
     auto it = jobs_by_id_.find(ev.victim_id);
     if (it == jobs_by_id_.end() || !it->second->rec.preempted_by.empty()) continue;
     Job& victim = *it->second;
+    Count("taugrid_preemptions_total", {{"reason", ev.reason}});
     victim.rec.preempted_by = ev.preemptor_id.empty() ? "its ClusterQueue's stopPolicy HoldAndDrain" : ev.preemptor_id;
     std::string message = fmt::format("preempted by {} ({}); SIGTERM sent, SIGKILL after {}", victim.rec.preempted_by,
                                       ev.reason, FormatDuration(victim.spec.checkpoint.grace_period));

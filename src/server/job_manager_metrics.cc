@@ -1,0 +1,135 @@
+// Metrics of the control plane (docs/observability.md): events are counted
+// where they happen; state is read into gauges before each scrape.
+
+#include <fmt/format.h>
+
+#include "server/job_manager.h"
+
+namespace tau::server {
+using metrics::Registry;
+using store::JobState;
+
+void DefineMetrics(Registry& r, const std::string& version) {
+  using T = Registry::Type;
+  r.Define("taugrid_build_info", T::kGauge, "Always 1; the version of taugridd in a label.");
+  r.Set("taugrid_build_info", {{"version", version}}, 1);
+  r.Define("taugrid_jobs", T::kGauge, "Jobs by state, queue and workspace (finished ones included until removed).");
+  r.Define("taugrid_job_submissions_total", T::kCounter, "Jobs submitted, by workspace and queue.");
+  r.Define("taugrid_job_attempts_total", T::kCounter, "Attempts that ended, by the reason they ended.");
+  r.Define("taugrid_preemptions_total", T::kCounter, "Attempts preempted by the admission engine, by reason.");
+  r.Define("taugrid_admission_wait_seconds", T::kHistogram, "Time from submit to the first admission.",
+           Registry::SecondsBuckets());
+  r.Define("taugrid_job_start_seconds", T::kHistogram, "Time from an attempt's admission to its processes running.",
+           Registry::SecondsBuckets());
+  r.Define("taugrid_cluster_queue_pending_jobs", T::kGauge, "Jobs waiting in a ClusterQueue.");
+  r.Define("taugrid_cluster_queue_admitted_jobs", T::kGauge, "Jobs admitted (running) in a ClusterQueue.");
+  r.Define("taugrid_local_queue_pending_jobs", T::kGauge, "Jobs waiting in a LocalQueue.");
+  r.Define("taugrid_cluster_queue_nominal_quota", T::kGauge,
+           "Nominal quota of a ClusterQueue per flavor and resource (cores, bytes, GPUs).");
+  r.Define("taugrid_cluster_queue_resource_usage", T::kGauge,
+           "Quota in use in a ClusterQueue per flavor and resource (cores, bytes, GPUs).");
+  r.Define("taugrid_cluster_queue_borrowed", T::kGauge,
+           "Quota a ClusterQueue borrows from its cohort per flavor and resource.");
+  r.Define("taugrid_gpu_health_state", T::kGauge, "1 for the GPU's current health state, 0 for the others.");
+  r.Define("taugrid_api_request_duration_seconds", T::kHistogram, "HTTP API requests by route, method and status.",
+           Registry::SecondsBuckets());
+  // dcgm-exporter's names and labels, so existing GPU dashboards work.
+  r.Define("DCGM_FI_DEV_GPU_TEMP", T::kGauge, "GPU temperature (in C).");
+  r.Define("DCGM_FI_DEV_POWER_USAGE", T::kGauge, "Power draw (in W).");
+  r.Define("DCGM_FI_DEV_GPU_UTIL", T::kGauge, "GPU utilization (in %).");
+  r.Define("DCGM_FI_DEV_FB_USED", T::kGauge, "Framebuffer memory used (in MiB).");
+  r.Define("DCGM_FI_DEV_FB_FREE", T::kGauge, "Framebuffer memory free (in MiB).");
+  r.Define("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", T::kGauge, "Total number of double-bit volatile ECC errors.");
+  r.Define("DCGM_FI_DEV_XID_ERRORS", T::kGauge, "Value of the last XID error encountered.");
+}
+
+void JobManager::Count(const std::string& name, const metrics::Labels& labels, double delta) {
+  if (options_.metrics) options_.metrics->Add(name, labels, delta);
+}
+
+void JobManager::ObserveSeconds(const std::string& name, const metrics::Labels& labels, int64_t ms) {
+  if (options_.metrics) options_.metrics->Observe(name, labels, static_cast<double>(std::max<int64_t>(0, ms)) / 1000.0);
+}
+
+void JobManager::CollectMetrics() {
+  Registry* r = options_.metrics;
+  if (!r) return;
+  for (const char* family : {"taugrid_jobs", "taugrid_cluster_queue_pending_jobs", "taugrid_cluster_queue_admitted_jobs",
+                             "taugrid_local_queue_pending_jobs", "taugrid_cluster_queue_nominal_quota",
+                             "taugrid_cluster_queue_resource_usage", "taugrid_cluster_queue_borrowed",
+                             "taugrid_gpu_health_state", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+                             "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
+                             "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_XID_ERRORS"}) {
+    r->Reset(family);
+  }
+  // Jobs.
+  std::map<metrics::Labels, int> jobs;
+  const sched::KueueConfig& config = engine_.config();
+  std::map<std::string, int> cq_pending, cq_admitted;
+  std::map<std::pair<std::string, std::string>, int> lq_pending;
+  for (const auto& [seq, job] : jobs_by_seq_) {
+    ++jobs[{{"state", std::string(store::JobStateName(job->rec.state))},
+            {"queue", job->rec.queue},
+            {"workspace", job->rec.workspace}}];
+    const bool queued = job->rec.state == JobState::kQueued || job->rec.state == JobState::kRetrying;
+    const bool admitted = job->rec.state == JobState::kAdmitted || job->rec.state == JobState::kRunning;
+    if (!queued && !admitted) continue;
+    for (const auto& lq : config.local_queues) {
+      if (lq.namespace_ != job->rec.workspace || lq.name != job->rec.queue) continue;
+      (queued ? cq_pending : cq_admitted)[lq.cluster_queue]++;
+      if (queued) lq_pending[{lq.namespace_, lq.name}]++;
+    }
+  }
+  for (const auto& [labels, n] : jobs) r->Set("taugrid_jobs", labels, n);
+  // Queues and quota, in base units: cores, bytes, GPUs.
+  const sched::QuotaTree& tree = engine_.quota();
+  for (const auto& cq : config.cluster_queues) {
+    r->Set("taugrid_cluster_queue_pending_jobs", {{"cluster_queue", cq.name}}, cq_pending[cq.name]);
+    r->Set("taugrid_cluster_queue_admitted_jobs", {{"cluster_queue", cq.name}}, cq_admitted[cq.name]);
+    auto node = engine_.ClusterQueueNode(cq.name);
+    for (const auto& g : cq.resource_groups) {
+      for (const auto& f : g.flavors) {
+        for (const auto& res : f.resources) {
+          metrics::Labels labels = {{"cluster_queue", cq.name}, {"flavor", f.name}, {"resource", res.name}};
+          const double scale = 1.0 / 1000;  // quantities are kept in milli-units
+          sched::FlavorResource fr{f.name, res.name};
+          r->Set("taugrid_cluster_queue_nominal_quota", labels, static_cast<double>(res.nominal_quota.milli()) * scale);
+          r->Set("taugrid_cluster_queue_resource_usage", labels, node ? static_cast<double>(tree.Usage(*node, fr)) * scale : 0);
+          r->Set("taugrid_cluster_queue_borrowed", labels, node ? static_cast<double>(tree.Borrowed(*node, fr)) * scale : 0);
+        }
+      }
+    }
+  }
+  for (const auto& lq : config.local_queues) {
+    r->Set("taugrid_local_queue_pending_jobs", {{"workspace", lq.namespace_}, {"local_queue", lq.name}},
+           lq_pending[{lq.namespace_, lq.name}]);
+  }
+  // GPUs, with dcgm-exporter's labels.
+  for (size_t g = 0; g < gpu_slots_.size(); ++g) {
+    const std::string uuid = g < options_.gpu_uuids.size() ? options_.gpu_uuids[g] : "";
+    const std::string model = g < options_.gpu_info.size() ? options_.gpu_info[g].model : "";
+    const std::string bus = g < options_.gpu_info.size() ? options_.gpu_info[g].pci_bus_id : "";
+    metrics::Labels dcgm = {{"gpu", std::to_string(g)}, {"UUID", uuid}, {"pci_bus_id", bus},
+                            {"device", fmt::format("nvidia{}", g)}, {"modelName", model}, {"Hostname", options_.hostname}};
+    for (gpu::HealthState s : {gpu::HealthState::kUnknown, gpu::HealthState::kHealthy, gpu::HealthState::kSuspect,
+                               gpu::HealthState::kUnhealthy}) {
+      r->Set("taugrid_gpu_health_state",
+             {{"gpu", std::to_string(g)}, {"uuid", uuid}, {"state", std::string(gpu::HealthStateName(s))}},
+             gpu_slots_[g].health.state() == s ? 1 : 0);
+    }
+    const gpu::GpuSample& s = gpu_slots_[g].health.last_sample();
+    if (s.temperature_c) r->Set("DCGM_FI_DEV_GPU_TEMP", dcgm, static_cast<double>(*s.temperature_c));
+    if (s.power_mw) r->Set("DCGM_FI_DEV_POWER_USAGE", dcgm, static_cast<double>(*s.power_mw) / 1000.0);
+    if (s.utilization_pct) r->Set("DCGM_FI_DEV_GPU_UTIL", dcgm, static_cast<double>(*s.utilization_pct));
+    if (s.memory_used_mib) {
+      r->Set("DCGM_FI_DEV_FB_USED", dcgm, static_cast<double>(*s.memory_used_mib));
+      if (g < options_.gpu_info.size()) {
+        r->Set("DCGM_FI_DEV_FB_FREE", dcgm, static_cast<double>(options_.gpu_info[g].memory_mib - *s.memory_used_mib));
+      }
+    }
+    if (s.ecc_uncorrected) r->Set("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", dcgm, static_cast<double>(*s.ecc_uncorrected));
+    r->Set("DCGM_FI_DEV_XID_ERRORS", dcgm, g < last_xid_.size() ? static_cast<double>(last_xid_[g]) : 0);
+  }
+}
+
+}  // namespace tau::server
