@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "spec/yaml_tree.h"
@@ -159,6 +160,26 @@ Status XidCatalog::MergeYaml(std::string_view text, std::string_view file_name) 
   return Status::Ok();
 }
 
+HealthThresholds ThresholdsForPollInterval(int64_t poll_interval_ms) {
+  HealthThresholds t;
+  auto polls = [&](int64_t window_ms) { return static_cast<int>(std::max<int64_t>(1, (window_ms + poll_interval_ms - 1) / poll_interval_ms)); };
+  if (poll_interval_ms <= 0) return t;
+  t.clock_bad_samples = polls(5 * 60'000);
+  t.ecc_corrected_window = polls(10 * 60'000);
+  t.pcie_window = polls(5 * 60'000);
+  return t;
+}
+
+int64_t GpuHealth::Growth(std::vector<int64_t>& history, std::optional<int64_t> value, int window) {
+  if (!value) {
+    history.clear();
+    return 0;
+  }
+  history.push_back(*value);
+  if (history.size() > static_cast<size_t>(window) + 1) history.erase(history.begin());
+  return history.back() - history.front();
+}
+
 void GpuHealth::Restore(HealthState state, std::string reason, std::string message) {
   if (state != HealthState::kUnhealthy) return;
   state_ = state;
@@ -208,6 +229,16 @@ std::optional<HealthChange> GpuHealth::OnSample(const GpuSample& s) {
   if (s.remapped_failed && *s.remapped_failed > 0) {
     return OnFatal("RowRemapFailed", "a memory row remap failed");
   }
+  if (s.recovery_action && *s.recovery_action > 0) {
+    static const char* kActions[] = {"none", "a GPU reset", "a node reboot", "draining peer-to-peer traffic",
+                                     "a drain and a GPU reset"};
+    const int64_t a = *s.recovery_action;
+    return OnFatal("RecoveryAction", fmt::format("the driver asks for {} (recovery action {})",
+                                                 a >= 1 && a <= 4 ? kActions[a] : "an unknown action", a));
+  }
+  if (s.nvlinks_down && *s.nvlinks_down > 0) {
+    return OnFatal("NvLinkDown", fmt::format("{} of its {} NVLinks are down", *s.nvlinks_down, s.nvlinks.value_or(0)));
+  }
   if (state_ == HealthState::kUnhealthy) return std::nullopt;  // sticky
   if (!s.readable) {
     hot_samples_ = very_hot_samples_ = good_samples_ = 0;
@@ -223,6 +254,10 @@ std::optional<HealthChange> GpuHealth::OnSample(const GpuSample& s) {
     return OnFatal("Temperature", fmt::format("{} °C for {} polls (fatal at {} °C)", temp, very_hot_samples_,
                                               t_.temperature_fatal_c));
   }
+  constexpr uint64_t kBadClocks = 0x8 | 0x20 | 0x40 | 0x80;  // HW slowdown, SW/HW thermal, power brake
+  clock_samples_ = s.clock_event_reasons && (*s.clock_event_reasons & kBadClocks) ? clock_samples_ + 1 : 0;
+  const int64_t ecc_growth = Growth(ecc_corrected_history_, s.ecc_corrected, t_.ecc_corrected_window);
+  const int64_t pcie_growth = Growth(pcie_history_, s.pcie_replays, t_.pcie_window);
   std::optional<std::string> warning;
   std::string warning_reason;
   if (hot_samples_ >= t_.bad_samples_to_warn) {
@@ -231,6 +266,19 @@ std::optional<HealthChange> GpuHealth::OnSample(const GpuSample& s) {
   } else if (s.remapped_pending && *s.remapped_pending > 0) {
     warning_reason = "RowRemapPending";
     warning = "a memory row remap waits for a GPU reset";
+  } else if (clock_samples_ >= t_.clock_bad_samples) {
+    warning_reason = "ClockThrottle";
+    warning = fmt::format("clocks held down (reasons 0x{:x}) for {} polls", *s.clock_event_reasons & kBadClocks,
+                          clock_samples_);
+  } else if (ecc_growth > t_.ecc_corrected_max) {
+    warning_reason = "EccCorrectableRate";
+    warning = fmt::format("{} correctable ECC errors in the last {} polls", ecc_growth, t_.ecc_corrected_window);
+  } else if (pcie_growth > t_.pcie_replays_max) {
+    warning_reason = "PcieReplays";
+    warning = fmt::format("{} PCIe replays in the last {} polls", pcie_growth, t_.pcie_window);
+  } else if (s.power_unreadable) {
+    warning_reason = "PowerUnreadable";
+    warning = "its power draw cannot be read";
   }
   if (warning) {
     good_samples_ = 0;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "gpu/gpu_source.h"
@@ -56,7 +57,17 @@ struct HealthThresholds {
   int bad_samples_to_warn = 2;    // consecutive samples over the warning line
   int bad_samples_to_fatal = 4;   // consecutive samples over the fatal line
   int good_samples_to_clear = 3;  // consecutive good samples to leave Suspect
+  // Windows are counted in polls; the daemon sizes them from its poll
+  // interval (the defaults suit 15 s polls).
+  int clock_bad_samples = 20;        // bad clock event reasons this long (5 min) → warning
+  int ecc_corrected_window = 40;     // 10 min
+  int64_t ecc_corrected_max = 10;    // more correctable errors than this in the window → warning
+  int pcie_window = 20;              // 5 min
+  int64_t pcie_replays_max = 5;      // more replays than this in the window → warning
 };
+
+// Thresholds with the windows sized for polls every `poll_interval_ms`.
+HealthThresholds ThresholdsForPollInterval(int64_t poll_interval_ms);
 
 struct HealthChange {
   HealthState from = HealthState::kUnknown;
@@ -95,6 +106,10 @@ class GpuHealth {
   std::string reason_, message_;
   GpuSample last_;
   std::optional<int64_t> ecc_baseline_;  // uncorrected count at the first poll
+  // Growth of a counter over the last `window` polls.
+  static int64_t Growth(std::vector<int64_t>& history, std::optional<int64_t> value, int window);
+  std::vector<int64_t> ecc_corrected_history_, pcie_history_;
+  int clock_samples_ = 0;
   int hot_samples_ = 0;
   int very_hot_samples_ = 0;
   int good_samples_ = 0;

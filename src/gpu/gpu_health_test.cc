@@ -102,6 +102,69 @@ TEST(GpuHealthTest, RowRemapsWarnWhenPendingAndAreFatalWhenFailed) {
   EXPECT_EQ(h.OnSample(failed)->to, HealthState::kUnhealthy);
 }
 
+TEST(GpuHealthTest, RecoveryActionsAndDownNvLinksAreFatal) {
+  GpuHealth reset;
+  reset.OnSample(Good());
+  GpuSample action = Good();
+  action.recovery_action = 1;
+  auto change = reset.OnSample(action);
+  EXPECT_EQ(change->reason, "RecoveryAction");
+  EXPECT_EQ(change->message, "the driver asks for a GPU reset (recovery action 1)");
+  GpuHealth links;
+  links.OnSample(Good());
+  GpuSample down = Good();
+  down.nvlinks = 18;
+  down.nvlinks_down = 2;
+  EXPECT_EQ(links.OnSample(down)->message, "2 of its 18 NVLinks are down");
+}
+
+TEST(GpuHealthTest, SustainedClockThrottlingAndErrorRatesWarn) {
+  HealthThresholds t;
+  t.clock_bad_samples = 3;
+  t.ecc_corrected_window = 4;
+  t.ecc_corrected_max = 10;
+  t.pcie_window = 2;
+  t.pcie_replays_max = 5;
+  GpuHealth clocks(t);
+  GpuSample throttled = Good();
+  throttled.clock_event_reasons = 0x40 | 0x1;  // HW thermal (and idle, benign)
+  clocks.OnSample(Good());
+  EXPECT_FALSE(clocks.OnSample(throttled));
+  EXPECT_FALSE(clocks.OnSample(throttled));
+  EXPECT_EQ(clocks.OnSample(throttled)->reason, "ClockThrottle");
+  GpuSample idle = Good();
+  idle.clock_event_reasons = 0x1 | 0x4;  // idle and software power cap: benign
+  GpuHealth benign(t);
+  for (int i = 0; i < 5; ++i) EXPECT_NE(benign.OnSample(idle).value_or(HealthChange{}).to, HealthState::kSuspect);
+
+  GpuHealth ecc(t);
+  for (int64_t n : {0, 3, 6, 9}) {
+    GpuSample s = Good();
+    s.ecc_corrected = n;
+    EXPECT_NE(ecc.OnSample(s).value_or(HealthChange{}).to, HealthState::kSuspect) << n;
+  }
+  GpuSample many = Good();
+  many.ecc_corrected = 12;  // 12 in the last 4 polls
+  EXPECT_EQ(ecc.OnSample(many)->reason, "EccCorrectableRate");
+
+  GpuHealth pcie(t);
+  for (int64_t n : {0, 2}) {
+    GpuSample s = Good();
+    s.pcie_replays = n;
+    pcie.OnSample(s);
+  }
+  GpuSample replays = Good();
+  replays.pcie_replays = 9;
+  EXPECT_EQ(pcie.OnSample(replays)->reason, "PcieReplays");
+}
+
+TEST(GpuHealthTest, WindowsFollowThePollInterval) {
+  HealthThresholds t = ThresholdsForPollInterval(15'000);
+  EXPECT_EQ(t.clock_bad_samples, 20);
+  EXPECT_EQ(t.ecc_corrected_window, 40);
+  EXPECT_EQ(ThresholdsForPollInterval(100).pcie_window, 3000);
+}
+
 TEST(GpuHealthTest, OnlyUnhealthyIsRestoredAfterARestart) {
   GpuHealth sticky;
   sticky.Restore(HealthState::kUnhealthy, "XidFatal", "XID 95");

@@ -42,6 +42,12 @@ struct GpuSample {
   std::optional<int64_t> remapped_pending;  // rows waiting for a reset (0/1)
   std::optional<int64_t> remapped_failed;   // a remap failed (0/1)
   std::vector<int64_t> process_pids;        // compute processes on it
+  std::optional<uint64_t> clock_event_reasons;  // bit mask (nvml_types.h)
+  std::optional<int64_t> nvlinks_down;     // links not enabled, of those it has
+  std::optional<int64_t> nvlinks;          // links it has (0: none)
+  std::optional<int64_t> pcie_replays;     // replay counter
+  std::optional<int64_t> recovery_action;  // 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset
+  bool power_unreadable = false;           // the power query failed (not NOT_SUPPORTED)
 };
 
 struct XidEvent {

@@ -57,6 +57,11 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   Resolve(handle, "nvmlDeviceGetTotalEccErrors", &lib->DeviceGetTotalEccErrors);
   Resolve(handle, "nvmlDeviceGetRemappedRows", &lib->DeviceGetRemappedRows);
   Resolve(handle, "nvmlDeviceGetComputeRunningProcesses_v3", &lib->DeviceGetComputeRunningProcesses_v3);
+  Resolve(handle, "nvmlDeviceGetCurrentClocksEventReasons", &lib->DeviceGetCurrentClocksEventReasons);
+  Resolve(handle, "nvmlDeviceGetCurrentClocksThrottleReasons", &lib->DeviceGetCurrentClocksThrottleReasons);
+  Resolve(handle, "nvmlDeviceGetNvLinkState", &lib->DeviceGetNvLinkState);
+  Resolve(handle, "nvmlDeviceGetPcieReplayCounter", &lib->DeviceGetPcieReplayCounter);
+  Resolve(handle, "nvmlDeviceGetFieldValues", &lib->DeviceGetFieldValues);
   Resolve(handle, "nvmlEventSetCreate", &lib->EventSetCreate);
   Resolve(handle, "nvmlDeviceGetSupportedEventTypes", &lib->DeviceGetSupportedEventTypes);
   Resolve(handle, "nvmlDeviceRegisterEvents", &lib->DeviceRegisterEvents);

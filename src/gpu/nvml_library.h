@@ -43,6 +43,11 @@ struct NvmlLibrary {
   nvml::Return (*DeviceGetTotalEccErrors)(nvml::Device, int, int, unsigned long long*) = nullptr;
   nvml::Return (*DeviceGetRemappedRows)(nvml::Device, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
   nvml::Return (*DeviceGetComputeRunningProcesses_v3)(nvml::Device, unsigned*, nvml::ProcessInfo*) = nullptr;
+  nvml::Return (*DeviceGetCurrentClocksEventReasons)(nvml::Device, unsigned long long*) = nullptr;
+  nvml::Return (*DeviceGetCurrentClocksThrottleReasons)(nvml::Device, unsigned long long*) = nullptr;
+  nvml::Return (*DeviceGetNvLinkState)(nvml::Device, unsigned, int*) = nullptr;
+  nvml::Return (*DeviceGetPcieReplayCounter)(nvml::Device, unsigned*) = nullptr;
+  nvml::Return (*DeviceGetFieldValues)(nvml::Device, int, nvml::FieldValue*) = nullptr;
   nvml::Return (*EventSetCreate)(nvml::EventSet*) = nullptr;
   nvml::Return (*DeviceGetSupportedEventTypes)(nvml::Device, unsigned long long*) = nullptr;
   nvml::Return (*DeviceRegisterEvents)(nvml::Device, unsigned long long, nvml::EventSet) = nullptr;

@@ -99,7 +99,9 @@ class NvmlSource final : public GpuSource {
     }
     if (lib_->DeviceGetPowerUsage) {
       unsigned mw = 0;
-      if (check(lib_->DeviceGetPowerUsage(dev, &mw), "power")) s.power_mw = mw;
+      nvml::Return r = lib_->DeviceGetPowerUsage(dev, &mw);
+      if (check(r, "power")) s.power_mw = mw;
+      else if (r != nvml::kNotSupported) s.power_unreadable = true;
     }
     if (lib_->DeviceGetUtilizationRates) {
       nvml::Utilization u{};
@@ -123,6 +125,43 @@ class NvmlSource final : public GpuSource {
       if (check(lib_->DeviceGetRemappedRows(dev, &corr, &unc, &pending, &failed), "remapped rows")) {
         s.remapped_pending = pending;
         s.remapped_failed = failed;
+      }
+    }
+    {
+      auto clocks = lib_->DeviceGetCurrentClocksEventReasons ? lib_->DeviceGetCurrentClocksEventReasons
+                                                             : lib_->DeviceGetCurrentClocksThrottleReasons;
+      unsigned long long reasons = 0;
+      if (clocks && check(clocks(dev, &reasons), "clock event reasons")) s.clock_event_reasons = reasons;
+    }
+    if (lib_->DeviceGetNvLinkState) {
+      // Links are counted until the GPU says there are no more; none at
+      // all (NOT_SUPPORTED on link 0) means a GPU without NVLink.
+      int64_t links = 0, down = 0;
+      for (unsigned link = 0; link < 64; ++link) {
+        int state = 0;
+        nvml::Return r = lib_->DeviceGetNvLinkState(dev, link, &state);
+        if (r != nvml::kSuccess) {
+          if (r == nvml::kGpuIsLost || r == nvml::kResetRequired) check(r, "NVLink state");
+          break;
+        }
+        ++links;
+        if (state != nvml::kFeatureEnabled) ++down;
+      }
+      if (links > 0) {
+        s.readable = true;
+        s.nvlinks = links;
+        s.nvlinks_down = down;
+      }
+    }
+    if (lib_->DeviceGetPcieReplayCounter) {
+      unsigned n = 0;
+      if (check(lib_->DeviceGetPcieReplayCounter(dev, &n), "PCIe replays")) s.pcie_replays = n;
+    }
+    if (lib_->DeviceGetFieldValues) {
+      nvml::FieldValue v{};
+      v.fieldId = nvml::kFieldRecoveryAction;
+      if (check(lib_->DeviceGetFieldValues(dev, 1, &v), "recovery action") && v.nvmlReturn == nvml::kSuccess) {
+        s.recovery_action = static_cast<int64_t>(v.value.uiVal);
       }
     }
     if (lib_->DeviceGetComputeRunningProcesses_v3) {

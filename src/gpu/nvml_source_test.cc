@@ -29,7 +29,8 @@ TEST_F(NvmlSourceTest, InventoryTelemetryAndEvents) {
   Scenario(R"({"driver_version": "580.159.03", "cuda_version": 13000,
     "devices": [
       {"uuid": "GPU-aaaa", "name": "NVIDIA H200", "memory_total_mib": 143771, "temperature_c": 41,
-       "power_mw": 72000, "utilization_gpu": 3, "ecc_uncorrected": 0},
+       "power_mw": 72000, "utilization_gpu": 3, "ecc_uncorrected": 0, "clock_event_reasons": 64,
+       "nvlinks": [1, 1, 0], "pcie_replays": 7, "recovery_action": 2},
       {"uuid": "not-a-uuid-format", "name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "lost": false}],
     "events": [{"at_s": 0.0, "gpu": 1, "xid": 79}]})");
   auto source = OpenNvml(TAU_FAKE_NVML_PATH);
@@ -50,9 +51,15 @@ TEST_F(NvmlSourceTest, InventoryTelemetryAndEvents) {
   EXPECT_EQ(s.power_mw, 72000);
   EXPECT_EQ(s.ecc_uncorrected, 0);
   EXPECT_FALSE(s.remapped_pending.has_value()) << "NOT_SUPPORTED leaves it out";
+  EXPECT_EQ(s.clock_event_reasons, 64u);
+  EXPECT_EQ(s.nvlinks, 3);
+  EXPECT_EQ(s.nvlinks_down, 1);
+  EXPECT_EQ(s.pcie_replays, 7);
+  EXPECT_EQ(s.recovery_action, 2);
   GpuSample bare = (*source)->Sample(1);
   EXPECT_TRUE(bare.readable) << "NOT_SUPPORTED is an answer, not missing telemetry";
   EXPECT_FALSE(bare.temperature_c.has_value());
+  EXPECT_FALSE(bare.nvlinks.has_value()) << "a GPU without NVLink";
 
   auto event = (*source)->WaitXid(std::chrono::milliseconds(2000));
   ASSERT_TRUE(event.ok());

@@ -39,6 +39,34 @@ constexpr unsigned kUuidBuffer = 96;
 constexpr unsigned kNameBuffer = 96;
 constexpr unsigned kDriverBuffer = 80;
 
+constexpr unsigned kFieldRecoveryAction = 230;  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+constexpr int kFeatureEnabled = 1;
+
+// Clock event reasons that mean trouble (benign ones: idle, app clocks,
+// software power cap, sync boost).
+constexpr unsigned long long kClocksHwSlowdown = 0x8;
+constexpr unsigned long long kClocksSwThermal = 0x20;
+constexpr unsigned long long kClocksHwThermal = 0x40;
+constexpr unsigned long long kClocksHwPowerBrake = 0x80;
+
+struct FieldValue {  // nvmlFieldValue_t
+  unsigned fieldId;
+  unsigned scopeId;
+  long long timestamp;
+  long long latencyUsec;
+  int valueType;
+  Return nvmlReturn;
+  union {
+    double dVal;
+    unsigned uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    long long sllVal;
+    int siVal;
+    unsigned short usVal;
+  } value;
+};
+
 struct PciInfo {  // nvmlPciInfo_t (v3)
   char busIdLegacy[16];
   unsigned domain;

@@ -30,6 +30,7 @@
 #include "exec/cgroup.h"
 #include "exec/gpu_inventory.h"
 #include "exec/host_facts.h"
+#include "gpu/gpu_health.h"
 #include "gpu/gpu_monitor.h"
 #include "gpu/gpu_source.h"
 #include "exec/process_info.h"
@@ -248,6 +249,7 @@ int Main(int argc, char** argv) {
   options.gpu_info = gpus;
   options.gpu_health_monitored = nvml != nullptr;
   options.xid_catalog = xid_catalog;
+  options.health_thresholds = gpu::ThresholdsForPollInterval(flags.gpu_poll_interval.count());
   options.allow_foreign_gpu_processes = flags.allow_foreign_gpu_processes;
   {
     // What every job's evidence records about this machine.

@@ -218,7 +218,45 @@ FAKE_EXPORT nvml::Return nvmlDeviceGetTemperature(nvml::Device dev, unsigned sen
   return Field(dev, "temperature_c", t);
 }
 
-FAKE_EXPORT nvml::Return nvmlDeviceGetPowerUsage(nvml::Device dev, unsigned* mw) { return Field(dev, "power_mw", mw); }
+FAKE_EXPORT nvml::Return nvmlDeviceGetPowerUsage(nvml::Device dev, unsigned* mw) {
+  int error = 0;
+  if (Field(dev, "power_error", &error) == nvml::kSuccess && error != 0) return error;
+  return Field(dev, "power_mw", mw);
+}
+
+FAKE_EXPORT nvml::Return nvmlDeviceGetCurrentClocksEventReasons(nvml::Device dev, unsigned long long* reasons) {
+  return Field(dev, "clock_event_reasons", reasons);
+}
+
+FAKE_EXPORT nvml::Return nvmlDeviceGetPcieReplayCounter(nvml::Device dev, unsigned* n) {
+  return Field(dev, "pcie_replays", n);
+}
+
+// "nvlinks": [1, 1, 0] lists each link's state (1 enabled); absent: no NVLink.
+FAKE_EXPORT nvml::Return nvmlDeviceGetNvLinkState(nvml::Device dev, unsigned link, int* state) {
+  std::lock_guard lock(mu);
+  Load();
+  json d;
+  if (nvml::Return r = Lookup(dev, &d); r != nvml::kSuccess) return r;
+  if (!d.contains("nvlinks")) return nvml::kNotSupported;
+  if (link >= d["nvlinks"].size()) return nvml::kInvalidArgument;
+  *state = d["nvlinks"][link].get<int>();
+  return nvml::kSuccess;
+}
+
+// Only the recovery-action field (230), from "recovery_action".
+FAKE_EXPORT nvml::Return nvmlDeviceGetFieldValues(nvml::Device dev, int count, nvml::FieldValue* values) {
+  for (int i = 0; i < count; ++i) {
+    unsigned action = 0;
+    values[i].nvmlReturn = values[i].fieldId == nvml::kFieldRecoveryAction
+                               ? Field(dev, "recovery_action", &action)
+                               : nvml::kNotSupported;
+    if (values[i].nvmlReturn == nvml::kGpuIsLost) return nvml::kGpuIsLost;
+    values[i].valueType = 1;
+    values[i].value.uiVal = action;
+  }
+  return nvml::kSuccess;
+}
 
 FAKE_EXPORT nvml::Return nvmlDeviceGetUtilizationRates(nvml::Device dev, nvml::Utilization* u) {
   unsigned gpu = 0;

@@ -170,6 +170,26 @@ TEST_F(GpuHealthTest, LostGpusEccErrorsAndForeignProcessesKeepWorkAway) {
   EXPECT_EQ(Health(1), "Unhealthy");
 }
 
+TEST_F(GpuHealthTest, ThresholdAndDriverSignalsReachTheDaemon) {
+  // GPU 0 runs hot (a warning after two polls); the driver asks for a
+  // reset of GPU 1 (fatal at once).
+  Scenario("[]", R"([{"uuid": "GPU-0000-aaaa", "name": "NVIDIA H200", "temperature_c": 90, "nvlinks": [1, 1]},
+    {"uuid": "GPU-1111-bbbb", "name": "NVIDIA H200", "temperature_c": 40, "recovery_action": 1}])");
+  ASSERT_TRUE(WaitUntil([&] { return Health(0) == "Suspect" && Health(1) == "Unhealthy"; })) << Gpus().dump();
+  EXPECT_EQ(Gpus()["gpus"][0]["reason"], "Temperature");
+  EXPECT_EQ(Gpus()["gpus"][1]["reason"], "RecoveryAction");
+  // A Suspect GPU still takes work.
+  std::string id = Submit(WriteSpec("s.yaml", "schema_version: 1\nname: s\nrun:\n  entrypoint: 'echo on $CUDA_VISIBLE_DEVICES'\n"
+                                              "compute:\n  gpus: 1\n  cpus: 100m\n"));
+  ASSERT_TRUE(WaitForState(id, "Succeeded"));
+  EXPECT_THAT(Tau({"logs", id}).out, HasSubstr("on GPU-0000-aaaa"));
+  // An NVLink goes down: fatal.
+  Scenario("[]", R"([{"uuid": "GPU-0000-aaaa", "name": "NVIDIA H200", "temperature_c": 60, "nvlinks": [1, 0]},
+    {"uuid": "GPU-1111-bbbb", "name": "NVIDIA H200", "temperature_c": 40, "recovery_action": 1}])");
+  ASSERT_TRUE(WaitUntil([&] { return Health(0) == "Unhealthy"; }));
+  EXPECT_EQ(Gpus()["gpus"][0]["message"], "1 of its 2 NVLinks are down");
+}
+
 // /metrics: the taugrid_* families are lint-clean for promtool; the
 // DCGM_* families keep dcgm-exporter's names and camelCase labels, which
 // are the only findings allowed.
