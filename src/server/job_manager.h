@@ -97,7 +97,7 @@ struct JobManagerOptions {
 void DefineMetrics(metrics::Registry& registry, const std::string& version);
 
 // The manifests of the default configuration (see DefaultKueueConfig).
-std::string DefaultKueueManifests(const sched::Resources& capacity);
+std::string DefaultKueueManifests(const sched::Resources& capacity, const std::string& gpu_class = "");
 
 // One object of the Kueue configuration, by kind, workspace and name.
 struct KueueObjectKey {
@@ -109,7 +109,9 @@ struct KueueObjectKey {
 // The default Kueue configuration of a fresh install: ResourceFlavor
 // "default", ClusterQueue "default" covering the whole machine (cpu, memory,
 // nvidia.com/gpu), LocalQueue "default" in workspace "default".
-sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity);
+// When every GPU is of one class, the flavor carries it as the node label
+// taugrid.io/gpu-class, as a ResourceFlavor for those nodes would.
+sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity, const std::string& gpu_class = "");
 
 // The job state machine (docs/states.md). Owned by the control-loop thread:
 // every method must be called on it. Each change is committed to the store

@@ -18,9 +18,10 @@
 namespace tau::server {
 using store::JobState;
 
-sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity) {
+sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity, const std::string& gpu_class) {
   sched::KueueConfig c;
   c.resource_flavors = {{"default", {}, {}, {}}};
+  if (!gpu_class.empty()) c.resource_flavors[0].node_labels["taugrid.io/gpu-class"] = gpu_class;
   sched::ClusterQueue cq;
   cq.name = "default";
   cq.namespace_selector = sched::LabelSelector{};
@@ -35,12 +36,13 @@ sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity) {
   return c;
 }
 
-std::string DefaultKueueManifests(const sched::Resources& capacity) {
+std::string DefaultKueueManifests(const sched::Resources& capacity, const std::string& gpu_class) {
+  std::string labels = gpu_class.empty() ? "" : fmt::format("spec:\n  nodeLabels:\n    taugrid.io/gpu-class: {}\n", gpu_class);
   return fmt::format(R"(apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata:
   name: default
----
+{}---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata:
@@ -67,7 +69,7 @@ metadata:
 spec:
   clusterQueue: default
 )",
-                     Quantity::FromMilli(capacity.cpus_milli).ToString(),
+                     labels, Quantity::FromMilli(capacity.cpus_milli).ToString(),
                      Quantity::FromUnits(capacity.memory_bytes, Quantity::Format::kBinary).ToString(), capacity.gpus);
 }
 
