@@ -163,7 +163,15 @@ void JobManager::OnGpuSample(int index, gpu::GpuSample sample) {
   std::vector<int64_t> foreign = gpu_busy_[g] ? std::vector<int64_t>{} : sample.process_pids;
   bool foreign_changed = foreign != slot.foreign_pids;
   slot.foreign_pids = std::move(foreign);
+  const bool node_reboot = sample.recovery_action == 2;
   ApplyGpuChange(g, slot.health.OnSample(sample));
+  if (node_reboot) {
+    // The driver asks for a reboot of the machine: every GPU is out.
+    for (size_t all = 0; all < gpu_slots_.size(); ++all) {
+      ApplyGpuChange(all, gpu_slots_[all].health.OnFatal(
+                              "RecoveryAction", fmt::format("GPU {}'s driver asks for a reboot of the machine", g)));
+    }
+  }
   if (foreign_changed) ScheduleAdmission();
 }
 

@@ -190,6 +190,14 @@ TEST_F(GpuHealthTest, ThresholdAndDriverSignalsReachTheDaemon) {
   EXPECT_EQ(Gpus()["gpus"][0]["message"], "1 of its 2 NVLinks are down");
 }
 
+TEST_F(GpuHealthTest, ADriverAskingForAMachineRebootTakesEveryGpuOut) {
+  ASSERT_TRUE(WaitUntil([&] { return Health(0) == "Healthy" && Health(1) == "Healthy"; }));
+  Scenario("[]", R"([{"uuid": "GPU-0000-aaaa", "name": "NVIDIA H200", "temperature_c": 40},
+    {"uuid": "GPU-1111-bbbb", "name": "NVIDIA H200", "temperature_c": 40, "recovery_action": 2}])");
+  ASSERT_TRUE(WaitUntil([&] { return Health(0) == "Unhealthy" && Health(1) == "Unhealthy"; })) << Gpus().dump();
+  EXPECT_EQ(Gpus()["gpus"][0]["message"], "GPU 1's driver asks for a reboot of the machine");
+}
+
 // /metrics: the taugrid_* families are lint-clean for promtool; the
 // DCGM_* families keep dcgm-exporter's names and camelCase labels, which
 // are the only findings allowed.
