@@ -8,6 +8,7 @@
 
 #include "cli/connect.h"
 #include "cli/exit_codes.h"
+#include "common/duration.h"
 #include "render/yaml_emitter.h"
 
 namespace tau::cli {
@@ -46,6 +47,34 @@ int64_t ParseTime(const nlohmann::json& value) {
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+std::string ProgressText(const nlohmann::json& job, bool detailed) {
+  if (!job.contains("progress") || !job["progress"].is_object()) return "-";
+  const nlohmann::json& p = job["progress"];
+  auto num = [](const nlohmann::json& v) { return fmt::format("{:g}", v.get<double>()); };
+  std::string out;
+  if (p["percent"].is_number()) out = fmt::format("{:.0f}%", p["percent"].get<double>());
+  else if (p["step"].is_number()) out = "step " + num(p["step"]);
+  if (detailed && p["step"].is_number() && p["total_steps"].is_number()) {
+    out += fmt::format(" (step {} of {})", num(p["step"]), num(p["total_steps"]));
+  }
+  if (detailed && p["steps_per_second"].is_number()) {
+    out += fmt::format(", {:.3g} steps/s", p["steps_per_second"].get<double>());
+  }
+  if (p["eta_seconds"].is_number() && job.value("state", "") == "Running") {
+    out += (detailed ? ", ETA " : " ETA ") +
+           FormatDurationShort(Duration(static_cast<int64_t>(p["eta_seconds"].get<double>() * 1000)));
+  }
+  if (p.value("stalled", false)) out += detailed ? " (stalled: no metrics line lately)" : " stalled";
+  if (detailed && p.contains("metrics") && !p["metrics"].empty()) {
+    std::string metrics;
+    for (auto it = p["metrics"].begin(); it != p["metrics"].end(); ++it) {
+      metrics += fmt::format("{}{}={:g}", metrics.empty() ? "" : " ", it.key(), it.value().get<double>());
+    }
+    out += (out.empty() ? "" : "; ") + metrics;
+  }
+  return out.empty() ? "-" : out;
 }
 
 }  // namespace tau::cli

@@ -28,4 +28,9 @@ void PrintJsonOrYaml(const nlohmann::json& value, const std::string& output);
 int64_t ParseTime(const nlohmann::json& value);
 int64_t NowMs();
 
+// A job's progress for people, from its "progress" field: "42% ETA 19s"
+// (short) or "42% (step 42 of 100), 3.1 steps/s, ETA 19s; loss=0.41"
+// (long); "-" when the job reports none.
+std::string ProgressText(const nlohmann::json& job, bool detailed);
+
 }  // namespace tau::cli

@@ -213,7 +213,7 @@ int RunList(const ListOptions& o) {
       bool wide = o.output == "wide";
       std::vector<std::string> header = {"ID", "NAME", "WORKSPACE", "QUEUE", "STATE", "AGE", "DURATION", "GPUS"};
       if (wide) {
-        header.insert(header.end(), {"ATTEMPT", "EXIT", "REASON", "PROJECT"});
+        header.insert(header.end(), {"ATTEMPT", "EXIT", "REASON", "PROGRESS", "PROJECT"});
       }
       std::vector<std::vector<std::string>> rows;
       for (const json& j : jobs) {
@@ -224,6 +224,7 @@ int RunList(const ListOptions& o) {
           row.push_back(std::to_string(j.value("attempt", 0)));
           row.push_back(j["exit_code"].is_null() ? "-" : j["exit_code"].dump());
           row.push_back(j.value("reason", ""));
+          row.push_back(ProgressText(j, false));
           row.push_back(j.value("project", ""));
         }
         rows.push_back(std::move(row));
@@ -283,6 +284,7 @@ int RunStatus(const std::string& id, const std::string& output) {
   if (!j["started_at"].is_null()) field("Started:", j["started_at"].get<std::string>());
   if (!j["finished_at"].is_null()) field("Finished:", j["finished_at"].get<std::string>());
   field("Duration:", Elapsed(j));
+  if (j.contains("progress") && j["progress"].is_object()) field("Progress:", ProgressText(j, true));
   if (j.contains("retries")) {
     const json& rt = j["retries"];
     std::string retries = fmt::format("{} of {} restarts, {} of {} interruptions", rt.value("restarts", 0),

@@ -60,13 +60,15 @@ struct Flags {
   Duration gpu_poll_interval = std::chrono::seconds(15);
   std::string xid_classes;  // "" : TAU_HOME/xid-classes.yaml when it exists
   bool allow_foreign_gpu_processes = false;
+  Duration progress_stall_after = std::chrono::minutes(10);
 };
 
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr, "taugridd: %s\nusage: taugridd [--home DIR] [--port N] [--log-format logfmt|json] "
                        "[--log-level debug|info|warn|error]\n"
                        "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n"
-                       "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n",
+                       "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n"
+                       "                [--progress-stall-after DURATION]\n",
                why.c_str());
   std::exit(2);
 }
@@ -75,6 +77,11 @@ Flags ParseFlags(int argc, char** argv) {
   Flags f;
   // The environment may set the GPU poll interval (tests, and `tau server
   // start`, which passes no flags); a flag wins.
+  if (const char* stall = std::getenv("TAU_PROGRESS_STALL_AFTER")) {
+    auto d = ParseDuration(stall);
+    if (!d.ok()) Usage("TAU_PROGRESS_STALL_AFTER is a duration (e.g. 10m)");
+    f.progress_stall_after = *d;
+  }
   if (const char* poll = std::getenv("TAU_GPU_POLL_INTERVAL")) {
     auto d = ParseDuration(poll);
     if (!d.ok() || d->count() < 100) Usage("TAU_GPU_POLL_INTERVAL is a duration of at least 100ms (e.g. 15s)");
@@ -109,6 +116,10 @@ Flags ParseFlags(int argc, char** argv) {
       auto d = ParseDuration(value());
       if (!d.ok() || d->count() < 100) Usage("--gpu-poll-interval is a duration of at least 100ms (e.g. 15s)");
       f.gpu_poll_interval = *d;
+    } else if (a == "--progress-stall-after") {
+      auto d = ParseDuration(value());
+      if (!d.ok()) Usage("--progress-stall-after is a duration (e.g. 10m; 0s: never)");
+      f.progress_stall_after = *d;
     } else if (a == "--xid-classes") {
       f.xid_classes = value();
     } else if (a == "--allow-foreign-gpu-processes") {
@@ -305,6 +316,7 @@ int Main(int argc, char** argv) {
     }
   }
   options.max_interruptions = flags.max_interruptions;
+  options.progress_stall_after = flags.progress_stall_after;
   metrics::Registry registry;
   DefineMetrics(registry, kVersion);
   options.metrics = &registry;
@@ -347,8 +359,20 @@ int Main(int argc, char** argv) {
   std::function<void()> scan_checkpoints = [&] {
     jobs.RefreshRunningCheckpoints();
     loop.PostAfter(flags.checkpoint_scan_interval, scan_checkpoints);
+  // Progress of running jobs, from their TAU_METRICS_FILE.
+  std::function<void()> follow_progress = [&] {
+    jobs.RefreshProgress();
+    loop.PostAfter(std::chrono::seconds(2), follow_progress);
+  };
+  loop.PostAfter(std::chrono::seconds(2), follow_progress);
   };
   loop.PostAfter(flags.checkpoint_scan_interval, scan_checkpoints);
+  // Progress of running jobs, from their TAU_METRICS_FILE.
+  std::function<void()> follow_progress = [&] {
+    jobs.RefreshProgress();
+    loop.PostAfter(std::chrono::seconds(2), follow_progress);
+  };
+  loop.PostAfter(std::chrono::seconds(2), follow_progress);
 
   ApiServerOptions api_options;
   api_options.port = flags.port;

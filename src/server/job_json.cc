@@ -48,6 +48,21 @@ json JobToJson(const JobView& v) {
                            {"completed_at", TimeToJson(cp.completed_at_ms)},
                            {"digest", cp.digest}});
   }
+  json progress = nullptr;
+  if (v.progress) {
+    const progress::Snapshot& p = *v.progress;
+    auto opt = [](const std::optional<double>& d) { return d ? json(*d) : json(nullptr); };
+    progress = {{"step", opt(p.step)},
+                {"total_steps", opt(p.total_steps)},
+                {"percent", opt(p.percent)},
+                {"steps_per_second", opt(p.steps_per_second)},
+                {"eta_seconds", opt(p.eta_seconds)},
+                {"metrics", p.latest},
+                {"lines", p.lines},
+                {"bad_lines", p.bad_lines},
+                {"last_line_at", TimeToJson(p.last_line_ms)},
+                {"stalled", v.progress_stalled}};
+  }
   json tags = json::object();
   for (const auto& [k, val] : v.tags) tags[k] = val;
   return {{"id", j.id},
@@ -67,6 +82,7 @@ json JobToJson(const JobView& v) {
             {"max_interruptions", v.max_interruptions},
             {"retry_at", TimeToJson(j.retry_at)},
             {"next_reason", j.retry_reason}}},
+          {"progress", progress},
           {"checkpoint_dir", v.checkpoint_dir},
           {"checkpoint_keep", v.checkpoint_keep},
           {"checkpoints", checkpoints},

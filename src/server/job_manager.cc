@@ -741,6 +741,8 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   if (st.ok()) st = txn->Commit();
   if (!st.ok()) LogStoreFailure(job, st);
   if (state == JobState::kRetrying) ArmRetryTimer();
+  FollowMetricsFile(job);  // its last lines
+  job.progress_stalled = false;
   RefreshCheckpoints(job);
   SealEvidence(job);  // once it has ended
 }
@@ -767,6 +769,10 @@ void JobManager::Publish() {
       jv->max_interruptions = options_.max_interruptions;
       jv->checkpoint_dir = home_.checkpoint_dir(job->rec.id).string();
       jv->checkpoint_keep = job->spec.checkpoint.keep;
+      if (job->progress && (job->progress->snapshot().lines > 0 || job->progress->snapshot().bad_lines > 0)) {
+        jv->progress = job->progress->snapshot();
+      }
+      jv->progress_stalled = job->progress_stalled;
       for (const auto& [k, v] : job->secret_env) jv->secret_env_names.push_back(k);
       // The view is what readers see: no secret values in it.
       jv->job.secret_env.clear();

@@ -19,6 +19,7 @@
 #include "gpu/gpu_health.h"
 #include "gpu/gpu_source.h"
 #include "metrics/registry.h"
+#include "progress/progress.h"
 #include "sched/admission_engine.h"
 #include "sched/admission_policy.h"
 #include "server/attempt_runner.h"
@@ -86,6 +87,9 @@ struct JobManagerOptions {
   // GPUs with compute processes TauGrid did not start are not handed out
   // while they have them, unless this is set.
   bool allow_foreign_gpu_processes = false;
+  // A running job whose TAU_METRICS_FILE gets no line for this long is
+  // stalled (an event and a metric); 0: never.
+  std::chrono::milliseconds progress_stall_after = std::chrono::minutes(10);
   // Where job events are counted (docs/observability.md); nullptr: nowhere.
   metrics::Registry* metrics = nullptr;
   std::string hostname;  // the Hostname label of the GPU metrics
@@ -190,6 +194,10 @@ class JobManager {
   // recent GPU events (JSON text).
   std::string GpusJson();
 
+  // Reads what running jobs appended to TAU_METRICS_FILE (progress, rate,
+  // ETA) and marks stalled ones; the daemon calls it every few seconds.
+  void RefreshProgress();
+
   // Sets the gauges that are read from state (jobs by state, queues, quota,
   // GPUs) in options.metrics; called before each scrape of /metrics.
   void CollectMetrics();
@@ -232,6 +240,10 @@ class JobManager {
     bool sealing_evidence = false;  // the capsule is being completed off the loop
     std::string gpu_fault_message;  // why rec.gpu_fault was set
     int64_t peak_rss_kb = 0;  // of the current attempt's ranks so far
+    // TAU_METRICS_FILE, followed from `metrics_offset`.
+    std::shared_ptr<progress::Tracker> progress;
+    int64_t metrics_offset = 0;
+    bool progress_stalled = false;
     std::shared_ptr<const JobView> view;  // reset when the job changes
   };
 
@@ -319,6 +331,8 @@ class JobManager {
   Status AppendGpuEvent(size_t g, std::string type, std::string reason, std::string message);
   Result<size_t> FindGpu(const std::string& uuid) const;
 
+  // Reads the job's metrics file from where it stopped (job_manager_progress.cc).
+  void FollowMetricsFile(Job& job);
   // Counts an event in options.metrics, when there is a registry.
   void Count(const std::string& name, const metrics::Labels& labels, double delta = 1);
   void ObserveSeconds(const std::string& name, const metrics::Labels& labels, int64_t ms);

@@ -21,6 +21,9 @@ void DefineMetrics(Registry& r, const std::string& version) {
            Registry::SecondsBuckets());
   r.Define("taugrid_job_start_seconds", T::kHistogram, "Time from an attempt's admission to its processes running.",
            Registry::SecondsBuckets());
+  r.Define("taugrid_job_progress_stalls_total", T::kCounter,
+           "Running jobs whose TAU_METRICS_FILE got no line for longer than the stall time.");
+  r.Define("taugrid_jobs_stalled", T::kGauge, "Running jobs whose progress is stalled now.");
   r.Define("taugrid_cluster_queue_pending_jobs", T::kGauge, "Jobs waiting in a ClusterQueue.");
   r.Define("taugrid_cluster_queue_admitted_jobs", T::kGauge, "Jobs admitted (running) in a ClusterQueue.");
   r.Define("taugrid_local_queue_pending_jobs", T::kGauge, "Jobs waiting in a LocalQueue.");
@@ -54,7 +57,7 @@ void JobManager::ObserveSeconds(const std::string& name, const metrics::Labels& 
 void JobManager::CollectMetrics() {
   Registry* r = options_.metrics;
   if (!r) return;
-  for (const char* family : {"taugrid_jobs", "taugrid_cluster_queue_pending_jobs", "taugrid_cluster_queue_admitted_jobs",
+  for (const char* family : {"taugrid_jobs", "taugrid_jobs_stalled", "taugrid_cluster_queue_pending_jobs", "taugrid_cluster_queue_admitted_jobs",
                              "taugrid_local_queue_pending_jobs", "taugrid_cluster_queue_nominal_quota",
                              "taugrid_cluster_queue_resource_usage", "taugrid_cluster_queue_borrowed",
                              "taugrid_gpu_health_state", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
@@ -81,6 +84,9 @@ void JobManager::CollectMetrics() {
     }
   }
   for (const auto& [labels, n] : jobs) r->Set("taugrid_jobs", labels, n);
+  int stalled = 0;
+  for (const auto& [seq, job] : jobs_by_seq_) stalled += job->progress_stalled ? 1 : 0;
+  r->Set("taugrid_jobs_stalled", {}, stalled);
   // Queues and quota, in base units: cores, bytes, GPUs.
   const sched::QuotaTree& tree = engine_.quota();
   for (const auto& cq : config.cluster_queues) {

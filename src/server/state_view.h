@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "progress/progress.h"
 #include "store/records.h"
 
 namespace tau::server {
@@ -27,6 +29,10 @@ struct JobView {
   int64_t max_interruptions = 0;  // the daemon's limit
   std::string checkpoint_dir;     // TAU_CHECKPOINT_DIR
   int64_t checkpoint_keep = 0;    // checkpoint.keep
+  // What the job reports through TAU_METRICS_FILE; nullopt before its
+  // first line.
+  std::optional<progress::Snapshot> progress;
+  bool progress_stalled = false;  // no line for longer than the stall time while running
   std::vector<std::string> secret_env_names;  // names only: values are never published
 };
 

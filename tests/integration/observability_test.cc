@@ -1,0 +1,61 @@
+// Job progress end to end: a job appends JSON lines to TAU_METRICS_FILE
+// and tau status / tau list -o wide show its progress, rate and ETA; a job
+// whose lines stop is marked stalled.
+
+#include <gmock/gmock.h>
+
+#include "daemon_fixture.h"
+
+namespace tau::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ObservabilityTest : public DaemonTest {
+ protected:
+  void BeforeStart() override { extra_env_ = {{"TAU_PROGRESS_STALL_AFTER", "1s"}}; }
+};
+
+// Ten steps of 0.3 s, then it stops writing but keeps running until the
+// file "finish" appears in its working folder.
+constexpr char kTrainer[] = R"(import json, os, time
+for step in range(1, 11):
+    with open(os.environ["TAU_METRICS_FILE"], "a") as f:
+        f.write(json.dumps({"step": step, "total_steps": 40, "loss": 1.0 / step}) + "\n")
+    time.sleep(0.3)
+while not os.path.exists(os.path.join(os.environ["FINISH_DIR"], "finish")):
+    time.sleep(0.1)
+)";
+
+TEST_F(ObservabilityTest, ProgressRateEtaAndStallsShowForAJobThatWritesMetricsLines) {
+  WriteFile("train.py", kTrainer);
+  std::string id = Submit(WriteSpec("p.yaml", "schema_version: 1\nname: p\nrun:\n  entrypoint: train.py\ncompute:\n  cpus: 100m\n"
+                                              "runtime:\n  env:\n    FINISH_DIR: " + work_.string() + "\n"));
+  ASSERT_TRUE(WaitUntil([&] {
+    nlohmann::json p = Job(id)["progress"];
+    return p.is_object() && p["steps_per_second"].is_number() && p["step"].get<double>() >= 3;
+  })) << Job(id).dump();
+  nlohmann::json p = Job(id)["progress"];
+  EXPECT_EQ(p["total_steps"], 40);
+  EXPECT_GT(p["percent"].get<double>(), 0);
+  EXPECT_LT(p["percent"].get<double>(), 100);
+  EXPECT_GT(p["eta_seconds"].get<double>(), 0);
+  EXPECT_TRUE(p["metrics"]["loss"].is_number());
+  EXPECT_THAT(Tau({"status", id}).out, HasSubstr("Progress:"));
+  EXPECT_THAT(Tau({"status", id}).out, HasSubstr("steps/s, ETA "));
+  EXPECT_THAT(Tau({"list", "-o", "wide"}).out, HasSubstr("% ETA "));
+
+  // The lines stop while it runs: stalled, with an event.
+  ASSERT_TRUE(WaitUntil([&] { return Job(id)["progress"].value("stalled", false); })) << Job(id).dump();
+  EXPECT_THAT(Tau({"events", id}).out, HasSubstr("ProgressStalled"));
+  EXPECT_THAT(Tau({"status", id}).out, HasSubstr("stalled"));
+  WriteFile("finish", "");
+  ASSERT_TRUE(WaitForState(id, "Succeeded"));
+  p = Job(id)["progress"];
+  EXPECT_EQ(p["step"], 10);
+  EXPECT_EQ(p["percent"], 25);
+  EXPECT_EQ(p["stalled"], false);
+}
+
+}  // namespace
+}  // namespace tau::testing
