@@ -9,6 +9,7 @@
 #include "cli/checkpoint_commands.h"
 #include "cli/evidence_commands.h"
 #include "cli/gpu_commands.h"
+#include "cli/top_command.h"
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
 #include "cli/spec_commands.h"
@@ -218,6 +219,13 @@ int Main(int argc, char** argv) {
     cmd->add_option("UUID", gpu_uuid, "The GPU's UUID (tau nodes lists them)")->required();
     cmd->callback([&exit_code, &gpu_uuid, action] { exit_code = RunAdminGpu(action, gpu_uuid); });
   }
+
+  bool top_once = false;
+  double top_interval = 2;
+  auto* top_cmd = app.add_subcommand("top", "Queues, running jobs with progress and ETA, GPUs: redrawn until Ctrl-C");
+  top_cmd->add_flag("--once", top_once, "Draw once and exit");
+  top_cmd->add_option("--interval", top_interval, "Seconds between redraws (default 2)")->check(CLI::Range(0.5, 60.0));
+  top_cmd->callback([&] { exit_code = RunTop(top_once, top_interval); });
 
   std::string nodes_output;
   auto* nodes_cmd = app.add_subcommand("nodes", "The machine's GPUs: health, telemetry and the job on each");

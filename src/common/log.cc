@@ -1,5 +1,9 @@
 #include "common/log.h"
 
+#include <fmt/format.h>
+
+#include <random>
+
 #include <unistd.h>
 
 #include <atomic>
@@ -53,6 +57,21 @@ bool ParseLevel(std::string_view text, Level* out) {
   return false;
 }
 
+namespace {
+thread_local std::string t_trace;
+}  // namespace
+
+const std::string& CurrentTrace() { return t_trace; }
+
+TraceScope::TraceScope(std::string trace_id) : previous_(std::move(t_trace)) { t_trace = std::move(trace_id); }
+
+TraceScope::~TraceScope() { t_trace = std::move(previous_); }
+
+std::string NewTraceId() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{:016x}", rng());
+}
+
 void Write(Level level, std::string_view component, std::string_view message,
            std::initializer_list<Field> fields) {
   if (static_cast<int>(level) < g_min_level.load()) return;
@@ -73,6 +92,10 @@ void Write(Level level, std::string_view component, std::string_view message,
       line += ':';
       AppendJsonString(&line, f.value);
     }
+    if (!t_trace.empty()) {
+      line += ",\"trace_id\":";
+      AppendJsonString(&line, t_trace);
+    }
     line += "}\n";
   } else {
     line = "time=" + time + " level=" + std::string(LevelName(level)) + " component=";
@@ -85,6 +108,7 @@ void Write(Level level, std::string_view component, std::string_view message,
       line += '=';
       AppendLogfmtValue(&line, f.value);
     }
+    if (!t_trace.empty()) line += " trace_id=" + t_trace;
     line += '\n';
   }
   const char* p = line.data();

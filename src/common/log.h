@@ -20,6 +20,25 @@ struct Field {
 void Configure(Level min_level, Format format, int fd = 2);
 Level MinLevel();
 
+// The trace id of the work this thread does now ("" for none). Every log
+// line written meanwhile carries it as trace_id; the API returns it in the
+// X-Trace-Id header, and the control loop hands it to the tasks it runs
+// for a request.
+const std::string& CurrentTrace();
+// Sets the current trace for its lifetime (and restores the previous one).
+class TraceScope {
+ public:
+  explicit TraceScope(std::string trace_id);
+  ~TraceScope();
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  std::string previous_;
+};
+// 16 random hex characters.
+std::string NewTraceId();
+
 // Parses "debug" | "info" | "warn" | "error".
 bool ParseLevel(std::string_view text, Level* out);
 

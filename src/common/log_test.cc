@@ -43,6 +43,24 @@ TEST(LogTest, JsonLinesAreEscaped) {
   EXPECT_THAT(out, HasSubstr("\"level\":\"warn\",\"component\":\"exec\",\"msg\":\"job said \\\"hi\\\"\\n\",\"job\":\"j_1\"}\n"));
 }
 
+TEST(LogTest, LinesCarryTheCurrentTraceId) {
+  std::string json = Capture(Format::kJson, Level::kInfo, [] {
+    TraceScope scope("0123456789abcdef");
+    Info("api", "handled");
+  });
+  EXPECT_THAT(json, HasSubstr("\"msg\":\"handled\",\"trace_id\":\"0123456789abcdef\"}"));
+  std::string logfmt = Capture(Format::kLogfmt, Level::kInfo, [] {
+    {
+      TraceScope scope("feedfacefeedface");
+      Info("api", "inside");
+    }
+    Info("api", "outside");
+  });
+  EXPECT_THAT(logfmt, HasSubstr("msg=inside trace_id=feedfacefeedface\n"));
+  EXPECT_THAT(logfmt, HasSubstr("msg=outside\n"));
+  EXPECT_EQ(NewTraceId().size(), 16u);
+}
+
 TEST(LogTest, LevelsBelowTheMinimumAreDropped) {
   std::string out = Capture(Format::kLogfmt, Level::kWarn, [] {
     Debug("a", "debug");

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -33,6 +34,7 @@ constexpr char kVersion[] = "0.1.0";
 // When the request this thread serves arrived (httplib serves a request
 // on one thread from routing to logging).
 thread_local std::chrono::steady_clock::time_point request_started;
+thread_local std::optional<log::TraceScope> request_trace;
 
 // The route of a path, for metrics: ids, names, digests and UUIDs become
 // placeholders so the label has few values.
@@ -113,6 +115,12 @@ class ApiServer::Impl {
     server_.set_tcp_nodelay(true);
     server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       request_started = std::chrono::steady_clock::now();
+      // A trace id per request: in the response header and in every log
+      // line written for it, on this thread and on the control loop.
+      std::string trace = req.get_header_value("X-Trace-Id");
+      if (trace.empty() || trace.size() > 64) trace = log::NewTraceId();
+      request_trace.emplace(trace);
+      res.set_header("X-Trace-Id", trace);
       if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;
       std::string auth = req.get_header_value("Authorization");
       if (!ConstantTimeEquals(auth, "Bearer " + options_.token)) {
@@ -168,6 +176,9 @@ class ApiServer::Impl {
     if (options_.metrics) {
       server_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - request_started).count();
+        log::Debug("api", "request", {{"method", req.method}, {"path", req.path}, {"status", std::to_string(res.status)},
+                                      {"ms", fmt::format("{:.1f}", seconds * 1000)}});
+        request_trace.reset();
         options_.metrics->Observe("taugrid_api_request_duration_seconds",
                                   {{"route", RouteOf(req.path)}, {"method", req.method}, {"code", std::to_string(res.status)}},
                                   seconds);

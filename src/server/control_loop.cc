@@ -1,12 +1,28 @@
 #include "server/control_loop.h"
 
+#include "common/log.h"
+
 namespace tau::server {
 
 ControlLoop::ControlLoop() : thread_([this] { Run(); }) {}
 
 ControlLoop::~ControlLoop() { Stop(); }
 
+namespace {
+
+// The task, run under the trace of whoever posted it.
+std::function<void()> Traced(std::function<void()> task) {
+  if (log::CurrentTrace().empty()) return task;
+  return [trace = log::CurrentTrace(), task = std::move(task)] {
+    log::TraceScope scope(trace);
+    task();
+  };
+}
+
+}  // namespace
+
 void ControlLoop::Post(std::function<void()> task) {
+  task = Traced(std::move(task));
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
@@ -16,6 +32,7 @@ void ControlLoop::Post(std::function<void()> task) {
 }
 
 void ControlLoop::PostAfter(std::chrono::milliseconds delay, std::function<void()> task) {
+  task = Traced(std::move(task));
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;

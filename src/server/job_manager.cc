@@ -149,17 +149,6 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
         "taugridd does not have yet; run it as workload_kind job, or render it with `tau render` "
         "for a cluster with KubeRay");
   }
-  sched::Resources request = RequestOf(spec);
-  TAU_RETURN_IF_ERROR(policy_->CheckFeasible(request, options_.capacity));
-  {
-    Job probe;
-    probe.spec = spec;
-    probe.rec.id = "j_probe";
-    probe.rec.workspace = spec.workspace;
-    probe.rec.queue = spec.queue;
-    TAU_ASSIGN_OR_RETURN(sched::Workload w, ToWorkload(probe));
-    TAU_RETURN_IF_ERROR(engine_.CheckFeasible(w));
-  }
   if (spec.compute.gpus > 0 && spec.compute.gpu_class != "any" && !options_.gpu_info.empty()) {
     std::vector<std::string> classes;
     bool found = false;
@@ -171,6 +160,17 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
       return FailedPreconditionError(fmt::format("compute.gpu_class \"{}\": this machine has no such GPU; its GPUs are {}",
                                                  spec.compute.gpu_class, Join(classes, ", ")));
     }
+  }
+  sched::Resources request = RequestOf(spec);
+  TAU_RETURN_IF_ERROR(policy_->CheckFeasible(request, options_.capacity));
+  {
+    Job probe;
+    probe.spec = spec;
+    probe.rec.id = "j_probe";
+    probe.rec.workspace = spec.workspace;
+    probe.rec.queue = spec.queue;
+    TAU_ASSIGN_OR_RETURN(sched::Workload w, ToWorkload(probe));
+    TAU_RETURN_IF_ERROR(engine_.CheckFeasible(w));
   }
   // depends_on: names mean the newest job of that name now.
   std::vector<std::string> dependency_ids;

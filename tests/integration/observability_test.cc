@@ -4,6 +4,9 @@
 
 #include <gmock/gmock.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "daemon_fixture.h"
 
 namespace tau::testing {
@@ -44,6 +47,11 @@ TEST_F(ObservabilityTest, ProgressRateEtaAndStallsShowForAJobThatWritesMetricsLi
   EXPECT_THAT(Tau({"status", id}).out, HasSubstr("Progress:"));
   EXPECT_THAT(Tau({"status", id}).out, HasSubstr("steps/s, ETA "));
   EXPECT_THAT(Tau({"list", "-o", "wide"}).out, HasSubstr("% ETA "));
+  CommandResult top = Tau({"top", "--once"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_THAT(top.out, HasSubstr("1 running, 0 pending"));
+  EXPECT_THAT(top.out, HasSubstr("CLUSTERQUEUE"));
+  EXPECT_THAT(top.out, HasSubstr("% ETA "));
 
   // The lines stop while it runs: stalled, with an event.
   ASSERT_TRUE(WaitUntil([&] { return Job(id)["progress"].value("stalled", false); })) << Job(id).dump();
@@ -55,6 +63,25 @@ TEST_F(ObservabilityTest, ProgressRateEtaAndStallsShowForAJobThatWritesMetricsLi
   EXPECT_EQ(p["step"], 10);
   EXPECT_EQ(p["percent"], 25);
   EXPECT_EQ(p["stalled"], false);
+}
+
+TEST_F(ObservabilityTest, EveryApiResponseCarriesATraceId) {
+  std::ifstream token_file(home_ / "token");
+  std::string token;
+  std::getline(token_file, token);
+  std::ifstream server_file(home_ / "server.json");
+  std::stringstream server_text;
+  server_text << server_file.rdbuf();
+  std::string url = nlohmann::json::parse(server_text.str())["url"].get<std::string>();
+  // A cancel of an unknown job: the daemon answers 404 with a trace id.
+  const std::string script =
+      "import sys, urllib.request\n"
+      "req = urllib.request.Request(sys.argv[1] + '/api/v1/jobs/nope', headers={'Authorization': 'Bearer ' + sys.argv[2]})\n"
+      "try:\n    urllib.request.urlopen(req)\n"
+      "except urllib.error.HTTPError as e:\n    print(e.code, e.headers.get('X-Trace-Id'))\n";
+  CommandResult r = RunCommand({"/usr/bin/env", "python3", "-c", script, url, token});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::MatchesRegex("404 [0-9a-f]{16}\n"));
 }
 
 }  // namespace
