@@ -104,6 +104,21 @@ int64_t DaemonTest::DaemonPid() {
   return j.is_object() ? j.value("pid", int64_t{0}) : 0;
 }
 
+std::string DaemonTest::ApiToken() {
+  std::ifstream in(home_ / "token");
+  std::string token;
+  std::getline(in, token);
+  return token;
+}
+
+std::string DaemonTest::ApiUrl() {
+  std::ifstream in(home_ / "server.json");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(buf.str(), nullptr, false);
+  return j.is_object() ? j.value("url", "") : "";
+}
+
 bool DaemonTest::WaitForDaemonGone() {
   return WaitUntil([&] {  // its lock is released when it dies
     int fd = ::open((home_ / "taugridd.lock").c_str(), O_RDWR | O_CLOEXEC);

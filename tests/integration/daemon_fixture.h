@@ -38,6 +38,9 @@ class DaemonTest : public ::testing::Test {
   // Submits a spec and returns the job id printed by `tau run`.
   std::string Submit(const std::string& spec_path, std::vector<std::string> extra = {});
   int64_t DaemonPid();
+  // The running daemon's API token and base URL ("http://127.0.0.1:PORT").
+  std::string ApiToken();
+  std::string ApiUrl();
   // Waits until no taugridd holds this TAU_HOME (after it was killed).
   bool WaitForDaemonGone();
   std::map<std::string, std::string> Env() const;

@@ -209,13 +209,8 @@ TEST_F(GpuHealthTest, MetricsAreLintCleanAndNameGpusAsDcgmExporterDoes) {
   Scenario(R"([{"at_s": 0, "gpu": 1, "xid": 63}])");
   ASSERT_TRUE(WaitUntil([&] { return Gpus()["events"].dump().find("XID 63") != std::string::npos; }));
 
-  std::ifstream token_file(home_ / "token");
-  std::string token;
-  std::getline(token_file, token);
-  std::ifstream server_file(home_ / "server.json");
-  std::stringstream server_text;
-  server_text << server_file.rdbuf();
-  std::string url = nlohmann::json::parse(server_text.str())["url"].get<std::string>() + "/metrics";
+  const std::string token = ApiToken();
+  const std::string url = ApiUrl() + "/metrics";
   const std::string fetch =
       "import sys, urllib.request\n"
       "req = urllib.request.Request(sys.argv[1], headers={'Authorization': 'Bearer ' + sys.argv[2]} if sys.argv[2] else {})\n"

@@ -66,13 +66,8 @@ TEST_F(ObservabilityTest, ProgressRateEtaAndStallsShowForAJobThatWritesMetricsLi
 }
 
 TEST_F(ObservabilityTest, EveryApiResponseCarriesATraceId) {
-  std::ifstream token_file(home_ / "token");
-  std::string token;
-  std::getline(token_file, token);
-  std::ifstream server_file(home_ / "server.json");
-  std::stringstream server_text;
-  server_text << server_file.rdbuf();
-  std::string url = nlohmann::json::parse(server_text.str())["url"].get<std::string>();
+  const std::string token = ApiToken();
+  const std::string url = ApiUrl();
   // A cancel of an unknown job: the daemon answers 404 with a trace id.
   const std::string script =
       "import sys, urllib.request\n"
