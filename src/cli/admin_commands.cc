@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -97,21 +98,41 @@ int RunQueues(const std::string& output) {
     std::printf("%s\n", result->dump(2).c_str());
     return kExitOk;
   }
+  const bool fair = result->value("fair_sharing", false);
+  auto share_text = [](const json& share) {
+    if (!share.is_number_integer()) return std::string("-");
+    return share.get<int64_t>() == INT64_MAX ? std::string("inf") : std::to_string(share.get<int64_t>());
+  };
   std::vector<std::vector<std::string>> rows;
   for (const json& cq : (*result)["cluster_queues"]) {
     bool first = true;
     for (const json& r : cq["resources"]) {
-      rows.push_back({first ? cq.value("name", "") : "", first ? cq.value("cohort", "") : "",
-                      first ? std::to_string(cq.value("pending", 0)) : "",
-                      first ? std::to_string(cq.value("admitted", 0)) : "", r.value("flavor", ""),
-                      r.value("resource", ""), r.value("nominal", ""), r.value("used", ""), r.value("borrowed", "")});
+      std::vector<std::string> row = {first ? cq.value("name", "") : "", first ? cq.value("cohort", "") : "",
+                                      first ? std::to_string(cq.value("pending", 0)) : "",
+                                      first ? std::to_string(cq.value("admitted", 0)) : "", r.value("flavor", ""),
+                                      r.value("resource", ""), r.value("nominal", ""), r.value("used", ""),
+                                      r.value("borrowed", "")};
+      if (fair) {
+        row.push_back(first ? cq.value("fair_sharing_weight", "1") : "");
+        row.push_back(first ? share_text(cq["weighted_share"]) : "");
+      }
+      rows.push_back(std::move(row));
       first = false;
     }
   }
   int width = TerminalWidth(stdout);
-  std::printf("%s", RenderTable({"CLUSTERQUEUE", "COHORT", "PENDING", "ADMITTED", "FLAVOR", "RESOURCE", "NOMINAL",
-                                 "USED", "BORROWED"},
-                                rows, width).c_str());
+  std::vector<std::string> header = {"CLUSTERQUEUE", "COHORT", "PENDING", "ADMITTED", "FLAVOR", "RESOURCE", "NOMINAL",
+                                     "USED", "BORROWED"};
+  if (fair) header.insert(header.end(), {"WEIGHT", "SHARE"});
+  std::printf("%s", RenderTable(header, rows, width).c_str());
+  if (fair && !(*result)["cohorts"].empty()) {
+    std::vector<std::vector<std::string>> cohort_rows;
+    for (const json& c : (*result)["cohorts"]) {
+      cohort_rows.push_back({c.value("name", ""), c.value("parent", "").empty() ? "-" : c.value("parent", ""),
+                             share_text(c["weighted_share"])});
+    }
+    std::printf("\n%s", RenderTable({"COHORT", "PARENT", "SHARE"}, cohort_rows, width).c_str());
+  }
   std::vector<std::vector<std::string>> lq_rows;
   for (const json& lq : (*result)["local_queues"]) {
     lq_rows.push_back({lq.value("workspace", ""), lq.value("name", ""), lq.value("cluster_queue", ""),

@@ -234,6 +234,52 @@ class Decoder {
   bool v1beta1_;
 };
 
+// Kueue's controller Configuration (config.kueue.x-k8s.io): the embedded
+// engine acts on fairSharing; the rest is stored with a warning.
+void DecodeConfiguration(const Node& doc, DecodedKueueConfig* out, spec::Diagnostics* diags) {
+  Decoder d(diags, false);
+  d.Keys(doc, "Configuration", {"apiVersion", "kind", "metadata", "fairSharing"},
+         {"namespace", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "internalCertManagement",
+          "clientConnection", "controller", "health", "metrics", "webhook", "leaderElection", "waitForPodsReady",
+          "integrations", "queueVisibility", "multiKueue", "resources", "featureGates", "objectRetentionPolicies",
+          "admissionFairSharing"});
+  sched::FairSharing fs;
+  if (const Node* f = doc.Find("fairSharing"); f && d.Mapping(*f, "fairSharing")) {
+    d.Keys(*f, "fairSharing", {"enable", "preemptionStrategies"});
+    if (const Node* e = f->Find("enable")) {
+      if (!e->IsScalar() || (e->scalar != "true" && e->scalar != "false")) {
+        diags->Error(e->location, fmt::format("fairSharing.enable: expected true or false, got {}", e->Describe()));
+      } else {
+        fs.enable = e->scalar == "true";
+      }
+    }
+    if (const Node* list = f->Find("preemptionStrategies")) {
+      if (!list->IsSequence()) {
+        diags->Error(list->location, fmt::format("fairSharing.preemptionStrategies: expected a list, got {}", list->Describe()));
+      } else {
+        fs.preemption_strategies.clear();
+        for (const Node& item : list->items) {
+          std::string v = d.Enum(&item, "fairSharing.preemptionStrategies[]",
+                                 {"LessThanOrEqualToFinalShare", "LessThanInitialShare"}, "", *list);
+          if (!v.empty()) fs.preemption_strategies.push_back(v);
+        }
+        const auto& ps = fs.preemption_strategies;
+        bool allowed = ps == std::vector<std::string>{"LessThanOrEqualToFinalShare"} ||
+                       ps == std::vector<std::string>{"LessThanInitialShare"} ||
+                       ps == std::vector<std::string>{"LessThanOrEqualToFinalShare", "LessThanInitialShare"};
+        if (!allowed && !ps.empty()) {
+          diags->Error(list->location, "fairSharing.preemptionStrategies: Kueue allows [LessThanOrEqualToFinalShare], "
+                                       "[LessThanInitialShare] or [LessThanOrEqualToFinalShare, LessThanInitialShare]");
+        }
+      }
+    }
+  }
+  out->config.fair_sharing = fs;
+  json raw = ToJson(doc);
+  raw.erase("metadata");
+  out->objects.push_back({"Configuration", "config", "", raw.dump()});
+}
+
 void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, DecodedKueueConfig* out,
                   spec::Diagnostics* diags) {
   Decoder d(diags, v1beta1);
@@ -412,7 +458,7 @@ bool DecodeKueueManifests(std::string_view text, std::string_view file_name, Dec
   limits.max_nodes = 200000;
   if (!spec::ReadYamlDocuments(text, file_name, limits, &documents, diags)) return false;
   static const std::vector<std::string_view> kKinds = {"ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue",
-                                                      "WorkloadPriorityClass"};
+                                                      "WorkloadPriorityClass", "Configuration"};
   for (const Node& doc : documents) {
     if (!doc.IsMapping()) {
       diags->Error(doc.location, fmt::format("expected a Kubernetes object (a mapping), got {}", doc.Describe()));
@@ -426,6 +472,15 @@ bool DecodeKueueManifests(std::string_view text, std::string_view file_name, Dec
     }
     if (!kind || !kind->IsScalar()) {
       diags->Error(doc.location, "missing required field \"kind\"");
+      continue;
+    }
+    if (kind->scalar == "Configuration") {
+      if (api->scalar != "config.kueue.x-k8s.io/v1beta1" && api->scalar != "config.kueue.x-k8s.io/v1beta2") {
+        diags->Error(api->location, fmt::format("apiVersion \"{}\": a Configuration is config.kueue.x-k8s.io/v1beta1 "
+                                                "(or v1beta2)", api->scalar));
+        continue;
+      }
+      DecodeConfiguration(doc, out, diags);
       continue;
     }
     bool v1beta1 = api->scalar == "kueue.x-k8s.io/v1beta1";

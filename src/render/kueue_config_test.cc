@@ -128,6 +128,35 @@ TEST(KueueConfigTest, MistakesArePositionedErrors) {
   EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:24:13: error: apiVersion \"v1\" is not a Kueue API"));
 }
 
+TEST(KueueConfigTest, TheKueueConfigurationTurnsOnFairSharing) {
+  Decoded d = Decode(
+      "apiVersion: config.kueue.x-k8s.io/v1beta1\n"
+      "kind: Configuration\n"
+      "fairSharing:\n"
+      "  enable: true\n"
+      "  preemptionStrategies: [LessThanInitialShare]\n"
+      "waitForPodsReady: {enable: true}\n");
+  ASSERT_TRUE(d.ok) << d.diagnostics;
+  EXPECT_TRUE(d.out.config.fair_sharing.enable);
+  EXPECT_EQ(d.out.config.fair_sharing.preemption_strategies, std::vector<std::string>{"LessThanInitialShare"});
+  ASSERT_EQ(d.out.objects.size(), 1u);
+  EXPECT_EQ(d.out.objects[0].kind, "Configuration");
+  EXPECT_EQ(d.out.objects[0].name, "config");
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:6:1: warning: Configuration.waitForPodsReady is stored but not acted on"));
+
+  Decoded bad = Decode(
+      "apiVersion: config.kueue.x-k8s.io/v1beta1\n"
+      "kind: Configuration\n"
+      "fairSharing:\n"
+      "  enable: yes please\n"
+      "  preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]\n");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_THAT(bad.diagnostics, HasSubstr("kueue.yaml:4:11: error: fairSharing.enable: expected true or false"));
+  EXPECT_THAT(bad.diagnostics, HasSubstr("kueue.yaml:5:25: error: fairSharing.preemptionStrategies: Kueue allows"));
+  Decoded wrong_api = Decode("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Configuration\n");
+  EXPECT_THAT(wrong_api.diagnostics, HasSubstr("a Configuration is config.kueue.x-k8s.io/v1beta1"));
+}
+
 TEST(KueueConfigTest, CommentsAndEmptyDocumentsAreFine) {
   Decoded d = Decode("# nothing here\n---\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
                      "metadata:\n  name: f\n---\n# trailing\n");

@@ -56,10 +56,12 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
       }
     }
   };
+  weights_.clear();
   for (const auto& c : config_.cohorts) {
     auto node = cohort_node(c.name);
     set_quotas(node, c.resource_groups);
     if (!c.parent_name.empty()) tree_.SetParent(node, cohort_node(c.parent_name));
+    if (c.fair_sharing_weight) weights_[node] = static_cast<double>(c.fair_sharing_weight->milli()) / 1000.0;
   }
   std::map<std::string, QueueState> queues;
   for (const auto& cq : config_.cluster_queues) {
@@ -67,6 +69,7 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
     q.spec = &cq;
     q.node = tree_.AddClusterQueue(cq.name);
     set_quotas(q.node, cq.resource_groups);
+    if (cq.fair_sharing_weight) weights_[q.node] = static_cast<double>(cq.fair_sharing_weight->milli()) / 1000.0;
     if (!cq.cohort_name.empty()) tree_.SetParent(q.node, cohort_node(cq.cohort_name));
     for (const auto& g : cq.resource_groups) {
       for (const auto& f : g.flavors) {
@@ -82,6 +85,7 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
     queues[cq.name] = std::move(q);
   }
   queues_ = std::move(queues);
+  cohort_nodes_ = cohorts;
   // Usage of what is admitted stays.
   for (const auto& [id, a] : admitted_) {
     if (auto node = ClusterQueueNode(a.cluster_queue)) tree_.AddUsage(*node, a.usage);
@@ -374,7 +378,8 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     }
     if (candidates.empty()) break;
     // Kueue's order: fits first, without borrowing before borrowing, then
-    // higher priority, then older.
+    // higher priority, then older; with fair sharing, the fitting heads are
+    // then taken in tournament order (below).
     std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
       bool fa = a.choice.fit == Fit::kFit, fb = b.choice.fit == Fit::kFit;
       if (fa != fb) return fa;
@@ -388,7 +393,35 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     // against the quota the ones before it took.
     bool admitted_any = false;
     std::vector<Candidate*> not_fitting;
-    for (Candidate& c : candidates) {
+    std::vector<Candidate*> in_order;
+    for (Candidate& c : candidates) in_order.push_back(&c);
+    if (FairSharing()) {
+      // The tournament is run again for each pick: shares change with
+      // every admission.
+      std::vector<Candidate*> fitting, ordered;
+      for (Candidate* c : in_order) (c->choice.fit == Fit::kFit ? fitting : ordered).push_back(c);
+      std::vector<Candidate*> picked;
+      while (!fitting.empty()) {
+        std::vector<Head> heads;
+        for (Candidate* c : fitting) heads.push_back({c->queue, c->workload, &c->choice.admission});
+        const size_t w = TournamentWinner(heads);
+        Candidate* c = fitting[w];
+        fitting.erase(fitting.begin() + static_cast<std::ptrdiff_t>(w));
+        bool still = true;
+        for (const auto& [fr, amount] : c->choice.admission.usage) {
+          still = still && tree_.Check(c->queue->node, fr, amount).fit == Fit::kFit;
+        }
+        if (!still) continue;  // recomputed next cycle
+        tree_.AddUsage(c->queue->node, c->choice.admission.usage);
+        admitted_[c->workload->id] = c->choice.admission;
+        admitted.push_back(c->choice.admission);
+        std::erase(c->queue->pending, c->workload->id);
+        admitted_any = true;
+      }
+      in_order = ordered;  // only the ones that did not fit are left
+    }
+    for (Candidate* cp : in_order) {
+      Candidate& c = *cp;
       if (c.choice.fit != Fit::kFit) {
         not_fitting.push_back(&c);
         continue;

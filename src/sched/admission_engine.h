@@ -98,6 +98,11 @@ class AdmissionEngine {
   const KueueConfig& config() const { return config_; }
   const QuotaTree& quota() const { return tree_; }
   std::optional<QuotaTree::NodeId> ClusterQueueNode(const std::string& name) const;
+  // Fair sharing (admission_fair_sharing.cc): whether the Configuration
+  // enables it, and a ClusterQueue's or Cohort's weighted share now.
+  bool FairSharing() const { return config_.fair_sharing.enable; }
+  double WeightedShareOf(QuotaTree::NodeId node, const FlavorResourceAmounts& extra = {}) const;
+  std::optional<QuotaTree::NodeId> CohortNode(const std::string& name) const;
   // The ClusterQueue a workload goes to, or the reason it has none.
   std::optional<std::string> ClusterQueueOf(const Workload& w, PendingInfo* why) const;
 
@@ -115,6 +120,16 @@ class AdmissionEngine {
   };
 
   Choice AssignFlavors(const QueueState& q, const Workload& w) const;
+  // Among queue heads that fit, the next to admit under fair sharing: a
+  // tournament from each root Cohort down, where each child is scored by
+  // its share after admitting its candidate (not borrowing first, then the
+  // lowest share, higher priority, older). Returns an index into `heads`.
+  struct Head {
+    const QueueState* queue;
+    const Workload* workload;
+    const Admission* admission;
+  };
+  size_t TournamentWinner(const std::vector<Head>& heads) const;
   struct VictimCandidate {
     std::string id;
     bool own;  // in the preemptor's ClusterQueue
@@ -147,6 +162,8 @@ class AdmissionEngine {
   std::set<std::string> evicting_;
   std::vector<Eviction> evictions_;
   std::map<std::string, PendingInfo> pending_info_;
+  std::map<QuotaTree::NodeId, double> weights_;  // fair-sharing weight per node (default 1)
+  std::map<std::string, QuotaTree::NodeId> cohort_nodes_;
 };
 
 }  // namespace tau::sched

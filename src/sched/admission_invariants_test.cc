@@ -45,9 +45,13 @@ Generated RandomConfig(std::mt19937& rng) {
       cohorts.push_back(sub);
     }
   }
+  // Half the configurations share by fair sharing, with random weights
+  // (0 included).
+  c.fair_sharing.enable = pick(0, 1) == 1;
   const int queues = pick(2, 5);
   for (int i = 0; i < queues; ++i) {
     ClusterQueue cq;
+    if (c.fair_sharing.enable) cq.fair_sharing_weight = Quantity::FromUnits(pick(0, 3));
     cq.name = "cq" + std::to_string(i);
     cq.cohort_name = cohorts[static_cast<size_t>(pick(0, static_cast<int>(cohorts.size()) - 1))];
     cq.queueing_strategy = pick(0, 1) ? "StrictFIFO" : "BestEffortFIFO";

@@ -97,7 +97,16 @@ struct WorkloadPriorityClass {
   std::string description;
 };
 
+// Kueue's controller Configuration, of which the embedded engine acts on
+// `fairSharing` (docs/queueing.md#fair-sharing).
+struct FairSharing {
+  bool enable = false;
+  // LessThanOrEqualToFinalShare and/or LessThanInitialShare, in order.
+  std::vector<std::string> preemption_strategies = {"LessThanOrEqualToFinalShare", "LessThanInitialShare"};
+};
+
 struct KueueConfig {
+  FairSharing fair_sharing;
   std::vector<ResourceFlavor> resource_flavors;
   std::vector<ClusterQueue> cluster_queues;
   std::vector<Cohort> cohorts;

@@ -161,4 +161,16 @@ QuotaTree::FitResult QuotaTree::Check(NodeId cq, const FlavorResource& fr, int64
   return result;
 }
 
+std::vector<FlavorResource> QuotaTree::SubtreeFlavorResources(NodeId id) const {
+  std::set<FlavorResource> out;
+  std::vector<NodeId> stack = {id};
+  while (!stack.empty()) {
+    NodeId n = stack.back();
+    stack.pop_back();
+    for (const auto& [fr, q] : node(n).quotas) out.insert(fr);
+    for (NodeId c : node(n).children) stack.push_back(c);
+  }
+  return {out.begin(), out.end()};
+}
+
 }  // namespace tau::sched

@@ -74,6 +74,10 @@ class QuotaTree {
   FitResult Check(NodeId cluster_queue, const FlavorResource& fr, int64_t amount) const;
 
   const std::string& Name(NodeId node) const { return nodes_[static_cast<size_t>(node)].name; }
+  bool IsCohort(NodeId node) const { return nodes_[static_cast<size_t>(node)].cohort; }
+  const std::vector<NodeId>& Children(NodeId node) const { return nodes_[static_cast<size_t>(node)].children; }
+  // The (flavor, resource) pairs with quota anywhere in the node's subtree.
+  std::vector<FlavorResource> SubtreeFlavorResources(NodeId node) const;
   std::optional<NodeId> Parent(NodeId node) const { return nodes_[static_cast<size_t>(node)].parent; }
 
  private:

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "render/kueue_config.h"
+#include "sched/fair_sharing.h"
 #include "server/job_manager.h"
 #include "spec/json_codec.h"
 
@@ -192,7 +193,11 @@ std::string JobManager::QueuesJson() const {
       }
     }
     auto counts = cq_counts[cq.name];
+    nlohmann::json share = nullptr;
+    if (node && engine_.FairSharing()) share = sched::ReportedWeightedShare(engine_.WeightedShareOf(*node));
     cqs.push_back({{"name", cq.name},
+                   {"weighted_share", share},
+                   {"fair_sharing_weight", cq.fair_sharing_weight ? cq.fair_sharing_weight->ToString() : "1"},
                    {"cohort", cq.cohort_name},
                    {"queueing_strategy", cq.queueing_strategy},
                    {"pending", counts.first},
@@ -208,7 +213,18 @@ std::string JobManager::QueuesJson() const {
                    {"pending", counts.first},
                    {"admitted", counts.second}});
   }
-  return nlohmann::json({{"cluster_queues", cqs}, {"local_queues", lqs}}).dump();
+  nlohmann::json cohorts = nlohmann::json::array();
+  for (const auto& c : config.cohorts) {
+    auto node = engine_.CohortNode(c.name);
+    nlohmann::json share = nullptr;
+    if (node && engine_.FairSharing()) share = sched::ReportedWeightedShare(engine_.WeightedShareOf(*node));
+    cohorts.push_back({{"name", c.name}, {"parent", c.parent_name}, {"weighted_share", share}});
+  }
+  return nlohmann::json({{"fair_sharing", engine_.FairSharing()},
+                         {"cluster_queues", cqs},
+                         {"cohorts", cohorts},
+                         {"local_queues", lqs}})
+      .dump();
 }
 
 Result<std::string> JobManager::WhyJson(const std::string& id_or_name) {

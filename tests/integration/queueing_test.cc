@@ -179,6 +179,34 @@ spec:
   EXPECT_THAT(Tau({"events", low}).out, HasSubstr("Preempted"));
 }
 
+TEST_F(QueueingTest, FairSharingIsTurnedOnByKueuesConfigurationAndShowsWeightedShares) {
+  CommandResult applied = Tau({"admin", "apply", "-f", SourcePath("tests/kueue/fair-sharing-setup.yaml")});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_THAT(applied.out, HasSubstr("Configuration/config created"));
+  EXPECT_THAT(Tau({"admin", "get", "Configuration"}).out, HasSubstr("enable: true"));
+  // team-a borrows from the shared pool: 3 jobs of 250m on 500m of quota.
+  for (int i = 0; i < 3; ++i) {
+    Submit(WriteSpec("a" + std::to_string(i) + ".yaml",
+                     "schema_version: 1\nname: a" + std::to_string(i) +
+                         "\nqueue: team-a\nrun:\n  entrypoint: 'sleep 30'\ncompute:\n  cpus: 250m\n  memory: 64Mi\n"));
+  }
+  ASSERT_TRUE(WaitUntil([&] { return Job("a2").value("state", "") == "Running"; }));
+  nlohmann::json queues = nlohmann::json::parse(Tau({"queues", "-o", "json"}).out);
+  EXPECT_EQ(queues["fair_sharing"], true);
+  for (const auto& cq : queues["cluster_queues"]) {
+    // 250m borrowed of the cohort's 2 CPUs = 125 per mille, halved by
+    // weight 2 and rounded up: 63.
+    if (cq["name"] == "team-a") {
+      EXPECT_EQ(cq["weighted_share"], 63) << cq.dump();
+    } else if (cq["name"] == "team-b") {
+      EXPECT_EQ(cq["weighted_share"], 0) << cq.dump();
+    }
+  }
+  std::string table = Tau({"queues"}).out;
+  EXPECT_THAT(table, HasSubstr("WEIGHT"));
+  EXPECT_THAT(table, HasSubstr("SHARE"));
+}
+
 TEST_F(QueueingTest, DeletingObjectsAndUnknownQueues) {
   CommandResult none = Tau({"run", WriteSpec("q.yaml", "schema_version: 1\nname: q\nqueue: nowhere\nrun:\n  entrypoint: 'true'\n")});
   EXPECT_EQ(none.exit_code, 1);

@@ -1,0 +1,48 @@
+#include "sched/fair_sharing.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+
+namespace tau::sched {
+
+int64_t DominantResourceShare(const QuotaTree& tree, QuotaTree::NodeId node, const FlavorResourceAmounts& extra) {
+  auto parent = tree.Parent(node);
+  if (!parent) return 0;
+  std::map<std::string, int64_t> borrowing;
+  std::set<FlavorResource> pairs;
+  for (const FlavorResource& fr : tree.SubtreeFlavorResources(node)) pairs.insert(fr);
+  for (const auto& [fr, amount] : extra) pairs.insert(fr);
+  for (const FlavorResource& fr : pairs) {
+    auto e = extra.find(fr);
+    const int64_t borrowed = tree.Usage(node, fr) + (e == extra.end() ? 0 : e->second) - tree.SubtreeQuota(node, fr);
+    if (borrowed > 0) borrowing[fr.resource] += borrowed;
+  }
+  if (borrowing.empty()) return 0;
+  std::map<std::string, int64_t> lendable;
+  for (const FlavorResource& fr : tree.SubtreeFlavorResources(*parent)) {
+    lendable[fr.resource] += tree.PotentialAvailable(*parent, fr);
+  }
+  int64_t share = 0;
+  for (const auto& [resource, borrowed] : borrowing) {
+    auto l = lendable.find(resource);
+    if (l == lendable.end() || l->second <= 0) continue;
+    // Exact in integers: borrowed·1000 / lendable, like Kueue's.
+    share = std::max<int64_t>(share, static_cast<int64_t>((static_cast<__int128>(borrowed) * 1000) / l->second));
+  }
+  return share;
+}
+
+double WeightedShare(int64_t dominant_share, double weight) {
+  if (dominant_share == 0) return 0;
+  if (weight <= 0) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(dominant_share) / weight;
+}
+
+int64_t ReportedWeightedShare(double weighted_share) {
+  if (std::isinf(weighted_share)) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(std::ceil(weighted_share));
+}
+
+}  // namespace tau::sched

@@ -1,0 +1,164 @@
+// Fair sharing (kueue-semantics §1.7): dominant resource shares, weights,
+// and the admission tournament.
+
+#include "sched/fair_sharing.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "sched/admission_engine.h"
+
+namespace tau::sched {
+namespace {
+
+ClusterQueue Cpu(const std::string& name, int64_t cpus, const std::string& cohort, std::optional<double> weight = {}) {
+  ClusterQueue cq;
+  cq.name = name;
+  cq.cohort_name = cohort;
+  cq.namespace_selector = LabelSelector{};
+  cq.resource_groups = {{{"cpu"}, {{"default", {{"cpu", Quantity::FromUnits(cpus), std::nullopt, std::nullopt}}}}}};
+  if (weight) cq.fair_sharing_weight = Quantity::FromMilli(static_cast<int64_t>(*weight * 1000));
+  return cq;
+}
+
+Workload W(const std::string& id, const std::string& queue, int64_t cpus = 1, int64_t priority = 0) {
+  static int64_t seq = 0;
+  Workload w;
+  w.id = id;
+  w.namespace_ = "default";
+  w.local_queue = queue;
+  w.priority = priority;
+  w.seq = ++seq;
+  w.per_pod = {{"cpu", cpus * 1000}};
+  return w;
+}
+
+// ClusterQueues a and b (2 CPUs each) and an idle lender (4 CPUs), in one
+// cohort; a's workloads are all older than b's.
+KueueConfig Shared(bool fair, std::optional<double> weight_a = {}, std::optional<double> weight_b = {}) {
+  KueueConfig c;
+  c.fair_sharing.enable = fair;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  c.cluster_queues = {Cpu("a", 2, "all", weight_a), Cpu("b", 2, "all", weight_b), Cpu("lender", 4, "all")};
+  c.local_queues = {{"default", "a", "a", "None"}, {"default", "b", "b", "None"}};
+  return c;
+}
+
+std::map<std::string, int> AdmittedPerQueue(AdmissionEngine& e) {
+  std::map<std::string, int> n;
+  for (const Admission& a : e.Schedule()) ++n[a.cluster_queue];
+  return n;
+}
+
+void SubmitMany(AdmissionEngine& e) {
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(e.Submit(W("a" + std::to_string(i), "a")).ok());
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(e.Submit(W("b" + std::to_string(i), "b")).ok());
+}
+
+TEST(FairSharingTest, DominantResourceShareIsBorrowedPerMilleOfWhatTheParentCanLend) {
+  QuotaTree t;
+  auto cohort = t.AddCohort("all");
+  auto a = t.AddClusterQueue("a");
+  auto b = t.AddClusterQueue("b");
+  t.SetParent(a, cohort);
+  t.SetParent(b, cohort);
+  FlavorResource cpu{"default", "cpu"};
+  t.SetQuota(a, cpu, {4000});
+  t.SetQuota(b, cpu, {4000});
+  EXPECT_EQ(DominantResourceShare(t, a, {}), 0);
+  t.AddUsage(a, {{cpu, 6000}});
+  EXPECT_EQ(DominantResourceShare(t, a, {}), 250);  // 2 of the cohort's 8
+  EXPECT_EQ(DominantResourceShare(t, a, {{cpu, 2000}}), 500);
+  EXPECT_EQ(DominantResourceShare(t, cohort, {}), 0) << "a root has no parent to borrow from";
+  EXPECT_EQ(WeightedShare(250, 2.0), 125);
+  EXPECT_TRUE(std::isinf(WeightedShare(250, 0)));
+  EXPECT_EQ(WeightedShare(0, 0), 0) << "weight 0 without borrowing";
+  EXPECT_EQ(ReportedWeightedShare(WeightedShare(250, 3.0)), 84);
+  EXPECT_EQ(ReportedWeightedShare(WeightedShare(1, 0)), std::numeric_limits<int64_t>::max());
+}
+
+// Each cycle admits at most one head per ClusterQueue, so a and b fill the
+// idle quota in turns either way; what fair sharing decides is who gets a
+// CPU when one is freed and both want it.
+std::string WhoGetsAFreedCpu(KueueConfig config, const std::string& finished) {
+  AdmissionEngine e;
+  e.Configure(config);
+  SubmitMany(e);
+  auto filled = AdmittedPerQueue(e);
+  EXPECT_EQ(filled["a"] + filled["b"], 8);
+  e.Remove(finished);
+  auto next = e.Schedule();
+  EXPECT_EQ(next.size(), 1u);
+  return next.empty() ? "" : next[0].cluster_queue;
+}
+
+TEST(FairSharingTest, WithoutFairSharingTheOlderWorkloadGetsTheFreedCpu) {
+  EXPECT_EQ(WhoGetsAFreedCpu(Shared(false), "b0"), "a");
+}
+
+TEST(FairSharingTest, TheTournamentGivesTheFreedCpuToTheLowerShare) {
+  // a borrows 2, b 1 once b0 ends: b's share after admission is lower.
+  EXPECT_EQ(WhoGetsAFreedCpu(Shared(true), "b0"), "b");
+  AdmissionEngine e;
+  e.Configure(Shared(true));
+  SubmitMany(e);
+  AdmittedPerQueue(e);
+  EXPECT_EQ(e.WeightedShareOf(*e.ClusterQueueNode("a")), 250);  // 2 of the cohort's 8 CPUs
+}
+
+TEST(FairSharingTest, WeightsDivideTheShare) {
+  // With three times b's weight, a's share after admission (3 borrowed,
+  // 375/3) is below b's (2 borrowed, 250).
+  EXPECT_EQ(WhoGetsAFreedCpu(Shared(true, 3.0, 1.0), "b0"), "a");
+}
+
+TEST(FairSharingTest, AWeightZeroQueueOnlyGetsWhatNobodyElseWants) {
+  // Even the CPU its own workload freed goes to b, which still wants more.
+  EXPECT_EQ(WhoGetsAFreedCpu(Shared(true, 0.0, 1.0), "a0"), "b");
+  // With nobody else wanting anything, it gets the idle quota.
+  AdmissionEngine idle;
+  idle.Configure(Shared(true, 0.0, 1.0));
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(idle.Submit(W("z" + std::to_string(i), "a")).ok());
+  ASSERT_TRUE(idle.Submit(W("y0", "b")).ok());
+  auto m = AdmittedPerQueue(idle);
+  EXPECT_EQ(m["a"], 7);
+  EXPECT_EQ(m["b"], 1);
+  EXPECT_EQ(ReportedWeightedShare(idle.WeightedShareOf(*idle.ClusterQueueNode("a"))),
+            std::numeric_limits<int64_t>::max());
+}
+
+TEST(FairSharingTest, SubCohortsCompeteAsWholes) {
+  // root: cohort x (queues x1, x2: 1 CPU each) and queue y (2 CPUs); a
+  // lender holds 4 idle CPUs. x as a whole and y are scored against each
+  // other, then x1 and x2 inside x.
+  KueueConfig c;
+  c.fair_sharing.enable = true;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  c.cohorts = {{"x", "root", {}, {}}, {"root", "", {}, {}}};
+  c.cluster_queues = {Cpu("x1", 1, "x"), Cpu("x2", 1, "x"), Cpu("y", 2, "root"), Cpu("lender", 4, "root")};
+  c.local_queues = {{"default", "x1", "x1", "None"}, {"default", "x2", "x2", "None"}, {"default", "y", "y", "None"}};
+  AdmissionEngine e;
+  e.Configure(c);
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(e.Submit(W("x1-" + std::to_string(i), "x1")).ok());
+    ASSERT_TRUE(e.Submit(W("x2-" + std::to_string(i), "x2")).ok());
+    ASSERT_TRUE(e.Submit(W("y-" + std::to_string(i), "y")).ok());
+  }
+  // Cycle 3 has 2 CPUs for three heads: y (the lower share after
+  // admission than cohort x as a whole) first, then x1 (older than x2).
+  auto n = AdmittedPerQueue(e);
+  EXPECT_EQ(n["x1"], 3);
+  EXPECT_EQ(n["x2"], 2);
+  EXPECT_EQ(n["y"], 3);
+  // x1 ends one: cohort x, borrowing more than y, does not get it back.
+  e.Remove("x1-0");
+  auto next = e.Schedule();
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].cluster_queue, "y");
+  EXPECT_GT(e.WeightedShareOf(*e.CohortNode("x")), 0);
+}
+
+}  // namespace
+}  // namespace tau::sched
