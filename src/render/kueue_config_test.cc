@@ -115,7 +115,7 @@ TEST(KueueConfigTest, MistakesArePositionedErrors) {
   EXPECT_FALSE(d.ok);
   EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:2:7: error: kind \"ClusterQueu\" is not supported; expected one of "
                                        "\"ResourceFlavor\", \"ClusterQueue\", \"Cohort\", \"LocalQueue\", "
-                                       "\"WorkloadPriorityClass\" (did you mean \"ClusterQueue\"?)"));
+                                       "\"WorkloadPriorityClass\", \"Configuration\" (did you mean \"ClusterQueue\"?)"));
   EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:10:21: error: queueingStrategy: \"FIFO\" is not valid"));
   EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:11:3: error: unknown field \"cohortNme\" in ClusterQueue.spec; did you "
                                        "mean \"cohortName\"?"));

@@ -10,9 +10,13 @@ namespace {
 TEST(ControlLoopTest, TimersRunOnTheLoopInDeadlineOrderAfterPostedTasks) {
   ControlLoop loop;
   std::vector<int> order;  // touched only on the loop
-  loop.PostAfter(std::chrono::milliseconds(40), [&] { order.push_back(3); });
-  loop.PostAfter(std::chrono::milliseconds(0), [&] { order.push_back(2); });
-  loop.Post([&] { order.push_back(1); });
+  // Posted from a task on the loop, so that nothing runs before all three
+  // are in: then the plain task comes first, the due timer next.
+  loop.Call([&] {
+    loop.PostAfter(std::chrono::milliseconds(40), [&] { order.push_back(3); });
+    loop.PostAfter(std::chrono::milliseconds(0), [&] { order.push_back(2); });
+    loop.Post([&] { order.push_back(1); });
+  });
   // Wait for the later timer by posting a timer after it and blocking on it.
   std::promise<void> done;
   loop.PostAfter(std::chrono::milliseconds(60), [&] { done.set_value(); });
