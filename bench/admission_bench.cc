@@ -8,7 +8,7 @@
 //       the GPU allocation ratio over time.
 //
 //   tau-bench-admission [--json] [--workloads N] [--queues Q] [--cohorts C]
-//                       [--trace-dir DIR]
+//                       [--trace-dir DIR] [--fair-sharing]
 // With --json the last line of stdout is one JSON object.
 
 #include <malloc.h>
@@ -49,8 +49,9 @@ struct SyntheticResult {
   double bytes_per_pending = 0;
 };
 
-SyntheticResult Synthetic(int workloads, int queues, int cohorts) {
+SyntheticResult Synthetic(int workloads, int queues, int cohorts, bool fair_sharing) {
   KueueConfig config;
+  config.fair_sharing.enable = fair_sharing;
   config.resource_flavors = {{"default", {}, {}, {}}};
   for (int c = 0; c < cohorts; ++c) config.cohorts.push_back({"cohort-" + std::to_string(c), "", {}, std::nullopt});
   for (int q = 0; q < queues; ++q) {
@@ -62,6 +63,7 @@ SyntheticResult Synthetic(int workloads, int queues, int cohorts) {
                            {{"default",
                              {{"cpu", Quantity::FromUnits(64), std::nullopt, std::nullopt},
                               {"nvidia.com/gpu", Quantity::FromUnits(8), std::nullopt, std::nullopt}}}}}};
+    if (fair_sharing) cq.fair_sharing_weight = Quantity::FromUnits(1 + q % 3);
     config.cluster_queues.push_back(cq);
     config.local_queues.push_back({"ns-" + std::to_string(q), "lq", cq.name, "None"});
   }
@@ -226,6 +228,7 @@ TraceResult Trace(const std::string& dir) {
 
 int main(int argc, char** argv) {
   bool json = false;
+  bool fair_sharing = false;
   int workloads = 100000, queues = 1000, cohorts = 10;
   std::string trace_dir = "../shared/data/alibaba-openb";
   for (int i = 1; i < argc; ++i) {
@@ -236,15 +239,17 @@ int main(int argc, char** argv) {
     else if (a == "--queues") queues = std::atoi(value().c_str());
     else if (a == "--cohorts") cohorts = std::atoi(value().c_str());
     else if (a == "--trace-dir") trace_dir = value();
+    else if (a == "--fair-sharing") fair_sharing = true;
     else {
-      std::fprintf(stderr, "usage: tau-bench-admission [--json] [--workloads N] [--queues Q] [--cohorts C] [--trace-dir DIR]\n");
+      std::fprintf(stderr, "usage: tau-bench-admission [--json] [--workloads N] [--queues Q] [--cohorts C] [--trace-dir DIR] [--fair-sharing]\n");
       return 2;
     }
   }
-  SyntheticResult s = Synthetic(workloads, queues, cohorts);
-  std::printf("synthetic: %d pending workloads, %d ClusterQueues, %d cohorts: %zu admitted in one pass of %.3f s "
+  SyntheticResult s = Synthetic(workloads, queues, cohorts, fair_sharing);
+  std::printf("synthetic%s: %d pending workloads, %d ClusterQueues, %d cohorts: %zu admitted in one pass of %.3f s "
               "(%.0f decisions/s), %.0f bytes per pending workload\n",
-              workloads, queues, cohorts, s.admitted, s.seconds, s.decisions_per_sec, s.bytes_per_pending);
+              fair_sharing ? " (fair sharing, weights 1-3)" : "", workloads, queues, cohorts, s.admitted, s.seconds,
+              s.decisions_per_sec, s.bytes_per_pending);
   TraceResult t;
   bool have_trace = std::ifstream(trace_dir + "/openb_pod_list_default.csv").good();
   if (have_trace) {

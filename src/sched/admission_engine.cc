@@ -554,6 +554,7 @@ std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Wo
   // without borrowing; (4) own-queue candidates only, borrowing allowed.
   const bool own_only = std::all_of(candidates.begin(), candidates.end(), [](const auto& c) { return c.own; });
   if (own_only) return SelectVictims(q, w, candidates, /*allow_borrowing=*/true, "InClusterQueue");
+  if (FairSharing()) return FindFairVictims(q, w, candidates);
   if (p.borrow_within_cohort == "LowerPriority") {
     std::vector<VictimCandidate> eligible;
     for (const auto& c : candidates) {

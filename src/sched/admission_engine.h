@@ -38,7 +38,7 @@ struct Eviction {
   std::string victim_id;
   std::string preemptor_id;
   std::string reason;  // InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing
-                       // | ClusterQueueStopped
+                       // | InCohortFairSharing | ClusterQueueStopped
 };
 
 // The embedded admission engine with Kueue's semantics
@@ -144,6 +144,12 @@ class AdmissionEngine {
   std::vector<Eviction> SelectVictims(const QueueState& q, const Workload& w,
                                       const std::vector<VictimCandidate>& candidates, bool allow_borrowing,
                                       const std::string& cohort_reason);
+  // Fair-sharing preemption (admission_fair_sharing.cc): the candidates,
+  // taken from the ClusterQueue with the highest share first and kept only
+  // while the Configuration's strategy holds, then selected and minimized
+  // as classically.
+  std::vector<Eviction> FindFairVictims(const QueueState& q, const Workload& w,
+                                        const std::vector<VictimCandidate>& candidates);
   // Whether `w` would fit once the workloads being evicted are gone.
   bool FitsAfterPendingEvictions(const QueueState& q, const Workload& w);
   bool FlavorMatches(const ResourceFlavor& flavor, const Workload& w, std::string* why) const;

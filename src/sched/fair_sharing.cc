@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <map>
-#include <set>
 #include <string>
 
 namespace tau::sched {
@@ -11,19 +10,24 @@ int64_t DominantResourceShare(const QuotaTree& tree, QuotaTree::NodeId node, con
   auto parent = tree.Parent(node);
   if (!parent) return 0;
   std::map<std::string, int64_t> borrowing;
-  std::set<FlavorResource> pairs;
-  for (const FlavorResource& fr : tree.SubtreeFlavorResources(node)) pairs.insert(fr);
-  for (const auto& [fr, amount] : extra) pairs.insert(fr);
-  for (const FlavorResource& fr : pairs) {
+  const auto& subtree = tree.SubtreeQuotas(node);
+  const auto& usage = tree.UsageOf(node);
+  auto borrowed = [&](const FlavorResource& fr) {
+    auto q = subtree.find(fr);
+    auto u = usage.find(fr);
     auto e = extra.find(fr);
-    const int64_t borrowed = tree.Usage(node, fr) + (e == extra.end() ? 0 : e->second) - tree.SubtreeQuota(node, fr);
-    if (borrowed > 0) borrowing[fr.resource] += borrowed;
+    return (u == usage.end() ? 0 : u->second) + (e == extra.end() ? 0 : e->second) - (q == subtree.end() ? 0 : q->second);
+  };
+  // Only pairs with usage (now or added) can be borrowed.
+  for (const auto& [fr, amount] : usage) {
+    if (int64_t b = borrowed(fr); b > 0) borrowing[fr.resource] += b;
+  }
+  for (const auto& [fr, amount] : extra) {
+    if (usage.count(fr)) continue;
+    if (int64_t b = borrowed(fr); b > 0) borrowing[fr.resource] += b;
   }
   if (borrowing.empty()) return 0;
-  std::map<std::string, int64_t> lendable;
-  for (const FlavorResource& fr : tree.SubtreeFlavorResources(*parent)) {
-    lendable[fr.resource] += tree.PotentialAvailable(*parent, fr);
-  }
+  const std::map<std::string, int64_t>& lendable = tree.LendableByResource(*parent);
   int64_t share = 0;
   for (const auto& [resource, borrowed] : borrowing) {
     auto l = lendable.find(resource);

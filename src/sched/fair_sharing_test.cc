@@ -160,5 +160,68 @@ TEST(FairSharingTest, SubCohortsCompeteAsWholes) {
   EXPECT_GT(e.WeightedShareOf(*e.CohortNode("x")), 0);
 }
 
+KueueConfig Reclaiming(std::vector<std::string> strategies, int64_t nominal_a, int64_t nominal_b, int64_t lender) {
+  KueueConfig c;
+  c.fair_sharing.enable = true;
+  c.fair_sharing.preemption_strategies = std::move(strategies);
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  c.cluster_queues = {Cpu("a", nominal_a, "all"), Cpu("b", nominal_b, "all"), Cpu("lender", lender, "all")};
+  for (auto& cq : c.cluster_queues) cq.preemption.reclaim_within_cohort = "Any";
+  c.local_queues = {{"default", "a", "a", "None"}, {"default", "b", "b", "None"}};
+  return c;
+}
+
+// Lets every pending eviction finish (the victims stop) and schedules.
+std::vector<Eviction> Settle(AdmissionEngine& e) {
+  std::vector<Eviction> all;
+  for (int round = 0; round < 10; ++round) {
+    e.Schedule();
+    auto ev = e.TakeEvictions();
+    if (ev.empty()) break;
+    for (const auto& v : ev) e.Remove(v.victim_id);
+    all.insert(all.end(), ev.begin(), ev.end());
+  }
+  return all;
+}
+
+TEST(FairSharingTest, AQueueBelowItsShareReclaimsFromTheOneAboveItAndThenNobodyPingPongs) {
+  AdmissionEngine e;
+  e.Configure(Reclaiming({"LessThanOrEqualToFinalShare", "LessThanInitialShare"}, 2, 2, 0));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(e.Submit(W("a" + std::to_string(i), "a")).ok());
+  ASSERT_EQ(AdmittedPerQueue(e)["a"], 4);  // b is idle: a borrows all of it
+  ASSERT_TRUE(e.Submit(W("b0", "b")).ok());
+  ASSERT_TRUE(e.Submit(W("b1", "b")).ok());
+  auto evicted = Settle(e);
+  ASSERT_EQ(evicted.size(), 2u);
+  EXPECT_EQ(evicted[0].reason, "InCohortFairSharing");
+  EXPECT_TRUE(e.IsAdmitted("b0"));
+  EXPECT_TRUE(e.IsAdmitted("b1"));
+  // At even shares, more work on either side preempts nothing, round
+  // after round.
+  for (int round = 0; round < 5; ++round) {
+    ASSERT_TRUE(e.Submit(W("a-more" + std::to_string(round), "a")).ok());
+    ASSERT_TRUE(e.Submit(W("b-more" + std::to_string(round), "b")).ok());
+    EXPECT_TRUE(Settle(e).empty()) << "round " << round;
+  }
+}
+
+TEST(FairSharingTest, TheStrategiesDecideWhichTargetsAreFair) {
+  // a (nominal 0) runs one 3-CPU workload on the lender's quota; b (nominal
+  // 0) wants 2 CPUs. After preempting, b's share (500) would exceed a's
+  // (0): LessThanOrEqualToFinalShare refuses, LessThanInitialShare (a's
+  // share now is 750) allows.
+  auto run = [](std::vector<std::string> strategies) {
+    AdmissionEngine e;
+    e.Configure(Reclaiming(std::move(strategies), 0, 0, 4));
+    EXPECT_TRUE(e.Submit(W("big", "a", 3)).ok());
+    e.Schedule();
+    EXPECT_TRUE(e.Submit(W("two", "b", 2)).ok());
+    return Settle(e).size();
+  };
+  EXPECT_EQ(run({"LessThanOrEqualToFinalShare"}), 0u);
+  EXPECT_EQ(run({"LessThanInitialShare"}), 1u);
+  EXPECT_EQ(run({"LessThanOrEqualToFinalShare", "LessThanInitialShare"}), 1u) << "the second is tried when the first fails";
+}
+
 }  // namespace
 }  // namespace tau::sched

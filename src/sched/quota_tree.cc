@@ -42,6 +42,7 @@ void QuotaTree::ComputeQuotas() const {
   if (!quotas_dirty_) return;
   subtree_.assign(nodes_.size(), {});
   local_.assign(nodes_.size(), {});
+  lendable_.assign(nodes_.size(), std::nullopt);
   // Every FlavorResource any node declares, for every node (a node without
   // quota for it may still borrow it).
   std::set<FlavorResource> all;
@@ -161,16 +162,19 @@ QuotaTree::FitResult QuotaTree::Check(NodeId cq, const FlavorResource& fr, int64
   return result;
 }
 
-std::vector<FlavorResource> QuotaTree::SubtreeFlavorResources(NodeId id) const {
-  std::set<FlavorResource> out;
-  std::vector<NodeId> stack = {id};
-  while (!stack.empty()) {
-    NodeId n = stack.back();
-    stack.pop_back();
-    for (const auto& [fr, q] : node(n).quotas) out.insert(fr);
-    for (NodeId c : node(n).children) stack.push_back(c);
+const std::map<FlavorResource, int64_t>& QuotaTree::SubtreeQuotas(NodeId id) const {
+  ComputeQuotas();
+  return subtree_[static_cast<size_t>(id)];
+}
+
+const std::map<std::string, int64_t>& QuotaTree::LendableByResource(NodeId id) const {
+  ComputeQuotas();
+  auto& cached = lendable_[static_cast<size_t>(id)];
+  if (!cached) {
+    cached.emplace();
+    for (const auto& [fr, quota] : subtree_[static_cast<size_t>(id)]) (*cached)[fr.resource] += PotentialAvailable(id, fr);
   }
-  return {out.begin(), out.end()};
+  return *cached;
 }
 
 }  // namespace tau::sched

@@ -76,8 +76,12 @@ class QuotaTree {
   const std::string& Name(NodeId node) const { return nodes_[static_cast<size_t>(node)].name; }
   bool IsCohort(NodeId node) const { return nodes_[static_cast<size_t>(node)].cohort; }
   const std::vector<NodeId>& Children(NodeId node) const { return nodes_[static_cast<size_t>(node)].children; }
-  // The (flavor, resource) pairs with quota anywhere in the node's subtree.
-  std::vector<FlavorResource> SubtreeFlavorResources(NodeId node) const;
+  // The node's non-zero subtree quotas and its usage, by pair.
+  const std::map<FlavorResource, int64_t>& SubtreeQuotas(NodeId node) const;
+  const std::map<FlavorResource, int64_t>& UsageOf(NodeId node) const { return nodes_[static_cast<size_t>(node)].usage; }
+  // What the node could lend its children of each resource, summed over
+  // flavors: its potential available (configuration only; cached).
+  const std::map<std::string, int64_t>& LendableByResource(NodeId node) const;
   std::optional<NodeId> Parent(NodeId node) const { return nodes_[static_cast<size_t>(node)].parent; }
 
  private:
@@ -103,6 +107,7 @@ class QuotaTree {
   mutable bool quotas_dirty_ = true;
   mutable std::vector<std::map<FlavorResource, int64_t>> subtree_;  // per node
   mutable std::vector<std::map<FlavorResource, int64_t>> local_;    // per node
+  mutable std::vector<std::optional<std::map<std::string, int64_t>>> lendable_;  // per node, lazily
 };
 
 }  // namespace tau::sched
