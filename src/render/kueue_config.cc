@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/duration.h"
 #include "common/names.h"
 #include "common/strings.h"
 #include "spec/yaml_tree.h"
@@ -238,11 +240,10 @@ class Decoder {
 // engine acts on fairSharing; the rest is stored with a warning.
 void DecodeConfiguration(const Node& doc, DecodedKueueConfig* out, spec::Diagnostics* diags) {
   Decoder d(diags, false);
-  d.Keys(doc, "Configuration", {"apiVersion", "kind", "metadata", "fairSharing"},
+  d.Keys(doc, "Configuration", {"apiVersion", "kind", "metadata", "fairSharing", "admissionFairSharing"},
          {"namespace", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "internalCertManagement",
           "clientConnection", "controller", "health", "metrics", "webhook", "leaderElection", "waitForPodsReady",
-          "integrations", "queueVisibility", "multiKueue", "resources", "featureGates", "objectRetentionPolicies",
-          "admissionFairSharing"});
+          "integrations", "queueVisibility", "multiKueue", "resources", "featureGates", "objectRetentionPolicies"});
   sched::FairSharing fs;
   if (const Node* f = doc.Find("fairSharing"); f && d.Mapping(*f, "fairSharing")) {
     d.Keys(*f, "fairSharing", {"enable", "preemptionStrategies"});
@@ -275,6 +276,37 @@ void DecodeConfiguration(const Node& doc, DecodedKueueConfig* out, spec::Diagnos
     }
   }
   out->config.fair_sharing = fs;
+  sched::AdmissionFairSharing afs;
+  if (const Node* a = doc.Find("admissionFairSharing"); a && d.Mapping(*a, "admissionFairSharing")) {
+    afs.present = true;
+    d.Keys(*a, "admissionFairSharing", {"usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"});
+    auto duration = [&](const char* key, int64_t* out_ms) {
+      const Node* v = a->Find(key);
+      if (!v) return;
+      auto parsed = v->IsScalar() ? ParseDuration(v->scalar) : Result<Duration>(InvalidArgumentError("not a duration"));
+      if (!parsed.ok() || parsed->count() <= 0) {
+        diags->Error(v->location, fmt::format("admissionFairSharing.{}: expected a positive duration such as 5m or "
+                                              "168h, got {}", key, v->Describe()));
+        return;
+      }
+      *out_ms = parsed->count();
+    };
+    duration("usageHalfLifeTime", &afs.usage_half_life_ms);
+    duration("usageSamplingInterval", &afs.usage_sampling_interval_ms);
+    if (const Node* w = a->Find("resourceWeights"); w && d.Mapping(*w, "admissionFairSharing.resourceWeights")) {
+      for (const auto& e : w->entries) {
+        char* end = nullptr;
+        double v = e.value.IsScalar() ? std::strtod(e.value.scalar.c_str(), &end) : -1;
+        if (!e.value.IsScalar() || *end != '\0' || v < 0) {
+          diags->Error(e.value.location, fmt::format("admissionFairSharing.resourceWeights.{}: expected a number "
+                                                     ">= 0, got {}", e.key.scalar, e.value.Describe()));
+          continue;
+        }
+        afs.resource_weights[e.key.scalar] = v;
+      }
+    }
+  }
+  out->config.admission_fair_sharing = afs;
   json raw = ToJson(doc);
   raw.erase("metadata");
   out->objects.push_back({"Configuration", "config", "", raw.dump()});
@@ -342,8 +374,8 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
   } else if (kind == "ClusterQueue") {
     d.Keys(spec, "ClusterQueue.spec",
            {"resourceGroups", v1beta1 ? "cohort" : "cohortName", "queueingStrategy", "namespaceSelector", "preemption",
-            "flavorFungibility", "stopPolicy", "fairSharing"},
-           {"admissionChecks", "admissionChecksStrategy", "admissionScope", "concurrentAdmissionPolicy"});
+            "flavorFungibility", "stopPolicy", "fairSharing", "admissionScope"},
+           {"admissionChecks", "admissionChecksStrategy", "concurrentAdmissionPolicy"});
     sched::ClusterQueue cq;
     cq.name = name;
     cq.cohort_name = d.String(spec.Find(v1beta1 ? "cohort" : "cohortName"), "cohortName", false, spec);
@@ -378,6 +410,13 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
       cq.flavor_fungibility = {borrow == "Borrow" ? "MayStopSearch" : borrow, preempt == "Preempt" ? "MayStopSearch" : preempt};
     }
     cq.stop_policy = d.Enum(spec.Find("stopPolicy"), "stopPolicy", {"None", "Hold", "HoldAndDrain"}, "None", spec);
+    if (const Node* scope = spec.Find("admissionScope"); scope && d.Mapping(*scope, "admissionScope")) {
+      d.Keys(*scope, "admissionScope", {"admissionMode"});
+      std::string mode = d.Enum(scope->Find("admissionMode"), "admissionScope.admissionMode",
+                                {"UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"}, "NoAdmissionFairSharing",
+                                *scope);
+      if (mode == "UsageBasedAdmissionFairSharing") cq.admission_mode = mode;
+    }
     if (const Node* checks = spec.Find("admissionChecks"); checks && checks->IsSequence()) {
       for (const auto& c : checks->items) {
         if (c.IsScalar()) cq.admission_checks.push_back(c.scalar);
@@ -411,7 +450,7 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
     }
     out->config.cohorts.push_back(std::move(c));
   } else if (kind == "LocalQueue") {
-    d.Keys(spec, "LocalQueue.spec", {"clusterQueue", "stopPolicy"}, {"fairSharing"});
+    d.Keys(spec, "LocalQueue.spec", {"clusterQueue", "stopPolicy", "fairSharing"});
     sched::LocalQueue lq;
     lq.name = name;
     lq.namespace_ = ns.empty() ? "default" : ns;
@@ -420,6 +459,10 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
     }
     lq.cluster_queue = d.String(spec.Find("clusterQueue"), "spec.clusterQueue", true, spec_node ? spec : doc);
     lq.stop_policy = d.Enum(spec.Find("stopPolicy"), "stopPolicy", {"None", "Hold", "HoldAndDrain"}, "None", spec);
+    if (const Node* fs = spec.Find("fairSharing"); fs && d.Mapping(*fs, "fairSharing")) {
+      d.Keys(*fs, "fairSharing", {"weight"});
+      lq.fair_sharing_weight = d.QuantityValue(fs->Find("weight"), "fairSharing.weight");
+    }
     ns = lq.namespace_;
     out->config.local_queues.push_back(std::move(lq));
   } else if (kind == "WorkloadPriorityClass") {

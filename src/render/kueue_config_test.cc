@@ -135,10 +135,17 @@ TEST(KueueConfigTest, TheKueueConfigurationTurnsOnFairSharing) {
       "fairSharing:\n"
       "  enable: true\n"
       "  preemptionStrategies: [LessThanInitialShare]\n"
-      "waitForPodsReady: {enable: true}\n");
+      "waitForPodsReady: {enable: true}\n"
+      "admissionFairSharing:\n"
+      "  usageHalfLifeTime: 24h\n"
+      "  usageSamplingInterval: 1m\n"
+      "  resourceWeights: {cpu: 1, nvidia.com/gpu: 8}\n");
   ASSERT_TRUE(d.ok) << d.diagnostics;
   EXPECT_TRUE(d.out.config.fair_sharing.enable);
   EXPECT_EQ(d.out.config.fair_sharing.preemption_strategies, std::vector<std::string>{"LessThanInitialShare"});
+  EXPECT_EQ(d.out.config.admission_fair_sharing.usage_half_life_ms, 24 * 3600 * 1000);
+  EXPECT_EQ(d.out.config.admission_fair_sharing.usage_sampling_interval_ms, 60'000);
+  EXPECT_EQ(d.out.config.admission_fair_sharing.resource_weights.at("nvidia.com/gpu"), 8);
   ASSERT_EQ(d.out.objects.size(), 1u);
   EXPECT_EQ(d.out.objects[0].kind, "Configuration");
   EXPECT_EQ(d.out.objects[0].name, "config");
@@ -155,6 +162,25 @@ TEST(KueueConfigTest, TheKueueConfigurationTurnsOnFairSharing) {
   EXPECT_THAT(bad.diagnostics, HasSubstr("kueue.yaml:5:25: error: fairSharing.preemptionStrategies: Kueue allows"));
   Decoded wrong_api = Decode("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Configuration\n");
   EXPECT_THAT(wrong_api.diagnostics, HasSubstr("a Configuration is config.kueue.x-k8s.io/v1beta1"));
+}
+
+TEST(KueueConfigTest, AdmissionScopeAndLocalQueueWeightsAreRead) {
+  Decoded d = Decode(
+      "apiVersion: kueue.x-k8s.io/v1beta2\n"
+      "kind: ClusterQueue\n"
+      "metadata: {name: shared}\n"
+      "spec:\n"
+      "  namespaceSelector: {}\n"
+      "  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}\n"
+      "---\n"
+      "apiVersion: kueue.x-k8s.io/v1beta2\n"
+      "kind: LocalQueue\n"
+      "metadata: {name: team, namespace: default}\n"
+      "spec: {clusterQueue: shared, fairSharing: {weight: \"2\"}}\n");
+  ASSERT_TRUE(d.ok) << d.diagnostics;
+  EXPECT_EQ(d.diagnostics, "");
+  EXPECT_EQ(d.out.config.cluster_queues[0].admission_mode, "UsageBasedAdmissionFairSharing");
+  EXPECT_EQ(d.out.config.local_queues[0].fair_sharing_weight->milli(), 2000);
 }
 
 TEST(KueueConfigTest, CommentsAndEmptyDocumentsAreFine) {

@@ -127,9 +127,15 @@ std::optional<std::string> AdmissionEngine::ClusterQueueOf(const Workload& w, Pe
 }
 
 void AdmissionEngine::SortQueue(QueueState& q) {
+  const bool afs = UsesAdmissionFairSharing(q);
   std::stable_sort(q.pending.begin(), q.pending.end(), [&](const std::string& a, const std::string& b) {
     const Workload& wa = workloads_.at(a);
     const Workload& wb = workloads_.at(b);
+    if (afs) {
+      // With admission fair sharing the LocalQueue with less usage first.
+      double sa = LocalQueueScore(wa.namespace_, wa.local_queue), sb = LocalQueueScore(wb.namespace_, wb.local_queue);
+      if (sa != sb) return sa < sb;
+    }
     if (wa.priority != wb.priority) return wa.priority > wb.priority;
     return wa.seq < wb.seq;
   });
@@ -300,10 +306,12 @@ Status AdmissionEngine::Submit(const Workload& w) {
     return x.seq < y.seq;
   });
   pending.insert(at, w.id);
+  if (UsesAdmissionFairSharing(queues_[*cq])) SortQueue(queues_[*cq]);
   return Status::Ok();
 }
 
 void AdmissionEngine::Remove(const std::string& id) {
+  SampleLocalQueueUsage();  // the usage up to now counts before it drops
   auto a = admitted_.find(id);
   if (a != admitted_.end()) {
     if (auto node = ClusterQueueNode(a->second.cluster_queue)) tree_.RemoveUsage(*node, a->second.usage);
@@ -342,6 +350,7 @@ std::optional<int64_t> AdmissionEngine::NextBackoffEnd() const {
 std::vector<Admission> AdmissionEngine::Schedule() {
   std::vector<Admission> admitted;
   pending_info_.clear();
+  SampleLocalQueueUsage();
   std::erase_if(backoff_until_, [&](const auto& entry) { return entry.second <= now_ms_; });
   // HoldAndDrain: what a stopped queue admitted goes back to its queue.
   for (const auto& [id, a] : admitted_) {
@@ -416,6 +425,11 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         admitted_[c->workload->id] = c->choice.admission;
         admitted.push_back(c->choice.admission);
         std::erase(c->queue->pending, c->workload->id);
+        if (UsesAdmissionFairSharing(*c->queue)) {
+          AddEntryPenalty(*c->workload, c->choice.admission);
+          SortQueue(*c->queue);
+          scan_from[c->queue] = 0;
+        }
         admitted_any = true;
       }
       in_order = ordered;  // only the ones that did not fit are left
@@ -435,6 +449,11 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       admitted_[c.workload->id] = c.choice.admission;
       admitted.push_back(c.choice.admission);
       std::erase(c.queue->pending, c.workload->id);
+      if (UsesAdmissionFairSharing(*c.queue)) {
+        AddEntryPenalty(*c.workload, c.choice.admission);
+        SortQueue(*c.queue);
+        scan_from[c.queue] = 0;
+      }
       admitted_any = true;
     }
     if (admitted_any && not_fitting.empty()) continue;

@@ -103,6 +103,10 @@ class AdmissionEngine {
   bool FairSharing() const { return config_.fair_sharing.enable; }
   double WeightedShareOf(QuotaTree::NodeId node, const FlavorResourceAmounts& extra = {}) const;
   std::optional<QuotaTree::NodeId> CohortNode(const std::string& name) const;
+  // Admission fair sharing (admission_fair_sharing.cc): a LocalQueue's
+  // score — its decayed usage weighted by resource, plus the entry
+  // penalties of its admissions since the last sample, over its weight.
+  double LocalQueueScore(const std::string& workspace, const std::string& name) const;
   // The ClusterQueue a workload goes to, or the reason it has none.
   std::optional<std::string> ClusterQueueOf(const Workload& w, PendingInfo* why) const;
 
@@ -130,6 +134,14 @@ class AdmissionEngine {
     const Admission* admission;
   };
   size_t TournamentWinner(const std::vector<Head>& heads) const;
+  // Admission fair sharing: whether `q` orders by LocalQueue usage; the
+  // decay step α; the usage sampled every interval (caught up to now_ms_);
+  // and an admission's entry penalty.
+  bool UsesAdmissionFairSharing(const QueueState& q) const;
+  double AdmissionFairSharingAlpha() const;
+  void SampleLocalQueueUsage();
+  void AddEntryPenalty(const Workload& w, const Admission& a);
+  double WeightedAmount(const FlavorResourceAmounts& usage) const;
   struct VictimCandidate {
     std::string id;
     bool own;  // in the preemptor's ClusterQueue
@@ -169,6 +181,12 @@ class AdmissionEngine {
   std::vector<Eviction> evictions_;
   std::map<std::string, PendingInfo> pending_info_;
   std::map<QuotaTree::NodeId, double> weights_;  // fair-sharing weight per node (default 1)
+  struct LocalQueueUsage {
+    double consumed = 0;  // decayed, resource-weighted usage
+    double penalty = 0;   // entry penalties since the last sample
+  };
+  std::map<std::pair<std::string, std::string>, LocalQueueUsage> local_queue_usage_;  // (workspace, name)
+  int64_t last_usage_sample_ms_ = -1;
   std::map<std::string, QuotaTree::NodeId> cohort_nodes_;
 };
 

@@ -2,6 +2,7 @@
 // docs/queueing.md#fair-sharing): weighted shares and the admission
 // tournament.
 
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -61,6 +62,77 @@ size_t AdmissionEngine::TournamentWinner(const std::vector<Head>& heads) const {
   while (auto parent = tree_.Parent(root)) root = *parent;
   if (auto e = winner(root)) return e->head;
   return 0;
+}
+
+// ---- admission fair sharing (kueue-semantics §1.8) -------------------------
+
+bool AdmissionEngine::UsesAdmissionFairSharing(const QueueState& q) const {
+  return q.spec && q.spec->admission_mode == "UsageBasedAdmissionFairSharing";
+}
+
+double AdmissionEngine::AdmissionFairSharingAlpha() const {
+  const auto& afs = config_.admission_fair_sharing;
+  return 1.0 - std::pow(0.5, static_cast<double>(afs.usage_sampling_interval_ms) /
+                                 static_cast<double>(std::max<int64_t>(1, afs.usage_half_life_ms)));
+}
+
+double AdmissionEngine::WeightedAmount(const FlavorResourceAmounts& usage) const {
+  const auto& weights = config_.admission_fair_sharing.resource_weights;
+  double total = 0;
+  for (const auto& [fr, milli] : usage) {
+    auto w = weights.find(fr.resource);
+    total += (w == weights.end() ? 1.0 : w->second) * static_cast<double>(milli) / 1000.0;  // base units
+  }
+  return total;
+}
+
+double AdmissionEngine::LocalQueueScore(const std::string& workspace, const std::string& name) const {
+  auto u = local_queue_usage_.find({workspace, name});
+  const double score = u == local_queue_usage_.end() ? 0 : u->second.consumed + u->second.penalty;
+  double weight = 1;
+  auto lq = local_queues_.find({workspace, name});
+  if (lq != local_queues_.end() && lq->second->fair_sharing_weight) {
+    weight = static_cast<double>(lq->second->fair_sharing_weight->milli()) / 1000.0;
+  }
+  if (weight <= 0) return score > 0 ? std::numeric_limits<double>::infinity() : 0;
+  return score / weight;
+}
+
+void AdmissionEngine::SampleLocalQueueUsage() {
+  const int64_t interval = config_.admission_fair_sharing.usage_sampling_interval_ms;
+  if (last_usage_sample_ms_ < 0 || now_ms_ < last_usage_sample_ms_) {
+    last_usage_sample_ms_ = now_ms_;
+    return;
+  }
+  if (now_ms_ - last_usage_sample_ms_ < interval) return;
+  // The usage of each LocalQueue now, weighted by resource.
+  std::map<std::pair<std::string, std::string>, double> current;
+  for (const auto& [id, a] : admitted_) {
+    const Workload& w = workloads_.at(id);
+    current[{w.namespace_, w.local_queue}] += WeightedAmount(a.usage);
+  }
+  for (const auto& [key, amount] : current) local_queue_usage_[key];  // queues seen for the first time
+  const double alpha = AdmissionFairSharingAlpha();
+  // Usage was constant since the last sample (it changes only in calls
+  // that sample first): apply every elapsed interval.
+  int steps = 0;
+  while (now_ms_ - last_usage_sample_ms_ >= interval && steps < 100000) {
+    for (auto& [key, u] : local_queue_usage_) {
+      auto c = current.find(key);
+      u.consumed = (1 - alpha) * u.consumed + alpha * (c == current.end() ? 0 : c->second);
+    }
+    last_usage_sample_ms_ += interval;
+    ++steps;
+  }
+  if (steps >= 100000) last_usage_sample_ms_ = now_ms_;
+  for (auto& [key, u] : local_queue_usage_) u.penalty = 0;  // the sampled usage includes them now
+  for (auto& [name, q] : queues_) {
+    if (UsesAdmissionFairSharing(q)) SortQueue(q);
+  }
+}
+
+void AdmissionEngine::AddEntryPenalty(const Workload& w, const Admission& a) {
+  local_queue_usage_[{w.namespace_, w.local_queue}].penalty += AdmissionFairSharingAlpha() * WeightedAmount(a.usage);
 }
 
 std::vector<Eviction> AdmissionEngine::FindFairVictims(const QueueState& q, const Workload& w,

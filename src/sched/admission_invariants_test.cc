@@ -52,6 +52,7 @@ Generated RandomConfig(std::mt19937& rng) {
   for (int i = 0; i < queues; ++i) {
     ClusterQueue cq;
     if (c.fair_sharing.enable) cq.fair_sharing_weight = Quantity::FromUnits(pick(0, 3));
+    if (pick(0, 3) == 0) cq.admission_mode = "UsageBasedAdmissionFairSharing";
     cq.name = "cq" + std::to_string(i);
     cq.cohort_name = cohorts[static_cast<size_t>(pick(0, static_cast<int>(cohorts.size()) - 1))];
     cq.queueing_strategy = pick(0, 1) ? "StrictFIFO" : "BestEffortFIFO";
@@ -68,6 +69,7 @@ Generated RandomConfig(std::mt19937& rng) {
     if (pick(0, 1)) cq.flavor_fungibility.when_can_borrow = "TryNextFlavor";
     if (pick(0, 1)) cq.flavor_fungibility.when_can_preempt = "MayStopSearch";
     c.local_queues.push_back({"default", "q" + std::to_string(i), cq.name, "None"});
+    c.local_queues.push_back({"default", "q" + std::to_string(i) + "-b", cq.name, "None"});
     g.local_queues.push_back("q" + std::to_string(i));
     c.cluster_queues.push_back(std::move(cq));
   }
@@ -138,11 +140,13 @@ TEST(AdmissionInvariantsTest, NoQuotaIsExceededOverRandomEventSequences) {
     std::map<std::string, Admission> admitted;
     int next_id = 0;
     for (int step = 0; step < 40; ++step) {
+      e.SetNow(int64_t{step} * 100'000);  // admission fair sharing samples every 5 minutes
       if (admitted.empty() || pick(0, 2) > 0) {
         Workload w;
         w.id = "w" + std::to_string(++next_id);
         w.namespace_ = "default";
         w.local_queue = g.local_queues[static_cast<size_t>(pick(0, static_cast<int>(g.local_queues.size()) - 1))];
+        if (pick(0, 3) == 0) w.local_queue += "-b";  // a second team on the same ClusterQueue
         w.priority = pick(0, 2);
         w.seq = next_id;
         w.per_pod = {{"cpu", int64_t{500} * pick(1, 6)}};

@@ -223,5 +223,81 @@ TEST(FairSharingTest, TheStrategiesDecideWhichTargetsAreFair) {
   EXPECT_EQ(run({"LessThanOrEqualToFinalShare", "LessThanInitialShare"}), 1u) << "the second is tried when the first fails";
 }
 
+// Admission fair sharing (kueue-semantics §1.8): one ClusterQueue, two
+// LocalQueues (teams) feeding it.
+KueueConfig TwoTeamsOneQueue(int64_t cpus, bool afs) {
+  KueueConfig c;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  ClusterQueue cq = Cpu("shared", cpus, "");
+  if (afs) cq.admission_mode = "UsageBasedAdmissionFairSharing";
+  c.cluster_queues = {cq};
+  c.local_queues = {{"default", "heavy", "shared", "None"}, {"default", "light", "shared", "None"}};
+  c.admission_fair_sharing.usage_sampling_interval_ms = 60'000;
+  c.admission_fair_sharing.usage_half_life_ms = 60'000;  // α = 0.5 per sample
+  return c;
+}
+
+TEST(AdmissionFairSharingTest, EntryPenaltiesInterleaveTwoTeamsInOneQueue) {
+  for (bool afs : {false, true}) {
+    AdmissionEngine e;
+    e.Configure(TwoTeamsOneQueue(4, afs));
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE(e.Submit(W("h" + std::to_string(i), "heavy")).ok());
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE(e.Submit(W("l" + std::to_string(i), "light")).ok());
+    std::map<std::string, int> per_team;
+    for (const Admission& a : e.Schedule()) ++per_team[a.workload_id.substr(0, 1)];
+    if (afs) {
+      EXPECT_EQ(per_team["h"], 2) << "each admission's penalty lets the other team's head go next";
+      EXPECT_EQ(per_team["l"], 2);
+    } else {
+      EXPECT_EQ(per_team["h"], 4) << "FIFO: the older team takes it all";
+    }
+  }
+}
+
+TEST(AdmissionFairSharingTest, DecayedUsageFavoursTheTeamThatUsedLess) {
+  AdmissionEngine e;
+  e.Configure(TwoTeamsOneQueue(2, true));
+  e.SetNow(0);
+  ASSERT_TRUE(e.Submit(W("h0", "heavy")).ok());
+  ASSERT_TRUE(e.Submit(W("h1", "heavy")).ok());
+  e.Schedule();  // heavy holds both CPUs for a while
+  for (int64_t t = 60'000; t <= 300'000; t += 60'000) {
+    e.SetNow(t);
+    e.Schedule();
+  }
+  // α = 0.5 per minute on 2 CPUs for five minutes: 2·(1 − 0.5^5).
+  EXPECT_NEAR(e.LocalQueueScore("default", "heavy"), 2 * (1 - 1.0 / 32), 1e-9);
+  EXPECT_EQ(e.LocalQueueScore("default", "light"), 0);
+  // heavy's older workload and light's newer one wait for the CPU h0 frees.
+  ASSERT_TRUE(e.Submit(W("h2", "heavy")).ok());
+  ASSERT_TRUE(e.Submit(W("l0", "light")).ok());
+  e.Remove("h0");
+  auto next = e.Schedule();
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].workload_id, "l0");
+  // The usage decays with its half-life once heavy stops.
+  e.Remove("h1");
+  e.SetNow(360'000);
+  e.Schedule();
+  e.Remove("h2");
+  e.Remove("l0");
+  e.SetNow(420'000);
+  e.Schedule();
+  EXPECT_LT(e.LocalQueueScore("default", "heavy"), 1.0);
+}
+
+TEST(AdmissionFairSharingTest, ALocalQueueWeightDividesItsScore) {
+  KueueConfig c = TwoTeamsOneQueue(2, true);
+  c.local_queues[0].fair_sharing_weight = Quantity::FromUnits(4);
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("h0", "heavy")).ok());
+  e.Schedule();
+  ASSERT_TRUE(e.Submit(W("l0", "light")).ok());
+  e.Schedule();
+  // Both paid the same entry penalty (α·1 CPU); heavy's counts a quarter.
+  EXPECT_DOUBLE_EQ(e.LocalQueueScore("default", "heavy") * 4, e.LocalQueueScore("default", "light"));
+}
+
 }  // namespace
 }  // namespace tau::sched

@@ -72,6 +72,9 @@ struct ClusterQueue {
   FlavorFungibility flavor_fungibility;
   std::string stop_policy = "None";  // None | Hold | HoldAndDrain
   std::optional<Quantity> fair_sharing_weight;
+  // admissionScope.admissionMode: "UsageBasedAdmissionFairSharing" orders
+  // its workloads by their LocalQueues' decayed usage; "" (or NoAdmissionFairSharing): not.
+  std::string admission_mode;
   // AdmissionChecks it requires. The embedded engine has none, so a queue
   // that names any is inactive, as Kueue makes it when a check is missing.
   std::vector<std::string> admission_checks;
@@ -89,6 +92,7 @@ struct LocalQueue {
   std::string name;
   std::string cluster_queue;
   std::string stop_policy = "None";
+  std::optional<Quantity> fair_sharing_weight;  // admission fair sharing (default 1)
 };
 
 struct WorkloadPriorityClass {
@@ -105,8 +109,17 @@ struct FairSharing {
   std::vector<std::string> preemption_strategies = {"LessThanOrEqualToFinalShare", "LessThanInitialShare"};
 };
 
+// The Configuration's admissionFairSharing block (kueue-semantics §1.8).
+struct AdmissionFairSharing {
+  bool present = false;
+  int64_t usage_half_life_ms = int64_t{168} * 3600 * 1000;  // usageHalfLifeTime, default 168h
+  int64_t usage_sampling_interval_ms = 5 * 60 * 1000;       // usageSamplingInterval, default 5m
+  std::map<std::string, double> resource_weights;           // default 1 per resource
+};
+
 struct KueueConfig {
   FairSharing fair_sharing;
+  AdmissionFairSharing admission_fair_sharing;
   std::vector<ResourceFlavor> resource_flavors;
   std::vector<ClusterQueue> cluster_queues;
   std::vector<Cohort> cohorts;

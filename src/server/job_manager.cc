@@ -580,6 +580,7 @@ void JobManager::RestorePinning(Job& job, const std::string& pinned_cpus) {
 }
 
 void JobManager::Release(Job& job) {
+  engine_.SetNow(NowMs());
   engine_.Remove(job.rec.id);  // its quota, or its place in a queue
   if (job.holds_resources) {
     used_ -= job.request;

@@ -403,6 +403,7 @@ JobManager::Dependencies JobManager::CheckDependencies(Job& job) {
 }
 
 void JobManager::RunAdmission() {
+  engine_.SetNow(NowMs());  // admission fair sharing decays usage with time
   // Queued jobs whose dependencies allow it enter the engine's queues.
   // In submission order, so a job failed here fails its dependents (which
   // were submitted later) in the same pass.
