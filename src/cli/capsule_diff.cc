@@ -1,5 +1,7 @@
 #include "cli/capsule_diff.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>

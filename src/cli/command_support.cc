@@ -1,5 +1,7 @@
 #include "cli/command_support.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 
 #include <chrono>

@@ -3,7 +3,7 @@
 // Helpers every `tau` subcommand that talks to the server shares.
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "cli/api_client.h"

@@ -10,6 +10,10 @@
 #include "evidence/file_list.h"
 #include "evidence/snapshot.h"
 #include "server/api_http.h"
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
 #include "server/job_json.h"
 
 namespace tau::server {

@@ -5,6 +5,10 @@
 
 #include "server/api_http.h"
 
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
 namespace tau::server {
 
 void AddGpuRoutes(httplib::Server& server, const ApiContext& ctx) {

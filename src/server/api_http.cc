@@ -1,5 +1,9 @@
 #include "server/api_http.h"
 
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
 namespace tau::server {
 using nlohmann::json;
 

@@ -1,10 +1,9 @@
 #pragma once
 
-// Shared by the api_*.cc files, the only ones that include cpp-httplib.
+// Shared by the api_*.cc files, the only ones that include cpp-httplib
+// (declared here, not included, to keep this header light).
 
-#include <httplib.h>
-
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "common/tau_home.h"
@@ -12,6 +11,12 @@
 #include "server/control_loop.h"
 #include "server/job_manager.h"
 #include "server/state_view.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+class Server;
+}  // namespace httplib
 
 namespace tau::server {
 
