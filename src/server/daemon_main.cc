@@ -338,6 +338,16 @@ int Main(int argc, char** argv) {
   sched::FifoPolicy policy;
   JobManager jobs(home, store->get(), &runner, &policy, SystemClock::Get(), options, &publisher);
   jobs_ptr = &jobs;
+  // However main returns, the loops finish their tasks (which use `jobs`)
+  // before `jobs` is destroyed: file work first, then the control loop.
+  struct StopLoops {
+    ControlLoop& files;
+    ControlLoop& loop;
+    ~StopLoops() {
+      files.Stop();
+      loop.Stop();
+    }
+  } stop_loops{files, loop};
   Status recovered = loop.Call([&] { return jobs.Recover(); });
   if (!recovered.ok()) {
     log::Error("server", "cannot recover the state", {{"error", recovered.ToString()}});
