@@ -9,6 +9,7 @@
 #include "cli/checkpoint_commands.h"
 #include "cli/evidence_commands.h"
 #include "cli/gpu_commands.h"
+#include "cli/portal_command.h"
 #include "cli/top_command.h"
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
@@ -219,6 +220,11 @@ int Main(int argc, char** argv) {
     cmd->add_option("UUID", gpu_uuid, "The GPU's UUID (tau nodes lists them)")->required();
     cmd->callback([&exit_code, &gpu_uuid, action] { exit_code = RunAdminGpu(action, gpu_uuid); });
   }
+
+  bool portal_no_open = false;
+  auto* portal_cmd = app.add_subcommand("portal", "Print (and open) the web portal's sign-in address");
+  portal_cmd->add_flag("--no-open", portal_no_open, "Only print the address");
+  portal_cmd->callback([&] { exit_code = RunPortal(!portal_no_open); });
 
   bool top_once = false;
   double top_interval = 2;

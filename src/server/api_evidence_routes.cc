@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <deque>
 #include <filesystem>
 #include <fstream>
 
@@ -111,6 +112,23 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     res.status = 200;
     res.set_header("Content-Disposition", fmt::format("attachment; filename=\"{}-evidence.tar.zst\"", job->job.id));
     res.set_content(std::move(bundle->blob), "application/zstd");
+  });
+
+  // The series of TAU_METRICS_FILE (its last 5,000 JSON lines), for charts.
+  server.Get(R"(/api/v1/jobs/([^/]+)/metrics)", [ctx](const httplib::Request& req, httplib::Response& res) {
+    auto job = FindJob(ctx, req.matches[1], res);
+    if (!job) return;
+    std::ifstream in(ctx.home.metrics_file(job->job.id));
+    std::deque<json> points;
+    for (std::string line; std::getline(in, line);) {
+      json j = json::parse(line, nullptr, false);
+      if (!j.is_object()) continue;
+      points.push_back(std::move(j));
+      if (points.size() > 5000) points.pop_front();
+    }
+    json list = json::array();
+    for (auto& p : points) list.push_back(std::move(p));
+    SendJson(res, {{"job", job->job.id}, {"points", list}});
   });
 
   server.Get(R"(/api/v1/jobs/([^/]+)/outputs)", [ctx](const httplib::Request& req, httplib::Response& res) {

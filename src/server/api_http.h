@@ -36,6 +36,15 @@ struct ApiContext {
 
 // /api/v1/jobs/ID/evidence, /evidence/export and /outputs (api_evidence_routes.cc).
 void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx);
+// The portal (api_portal_routes.cc, docs/portal.md): `/`, its static files
+// under /portal/, and /login?token=… which exchanges the API token for an
+// HttpOnly, SameSite=Strict session cookie.
+void AddPortalRoutes(httplib::Server& server, const std::string& token);
+// The session cookie's value for a token, and the value of the tau_session
+// cookie in a Cookie header ("" when absent).
+std::string PortalSession(const std::string& token);
+std::string SessionCookieOf(const std::string& cookie_header);
+
 // /api/v1/gpus and /api/v1/admin/gpus/UUID/clear|drain|undrain (api_gpu_routes.cc).
 void AddGpuRoutes(httplib::Server& server, const ApiContext& ctx);
 

@@ -121,9 +121,14 @@ class ApiServer::Impl {
       if (trace.empty() || trace.size() > 64) trace = log::NewTraceId();
       request_trace.emplace(trace);
       res.set_header("X-Trace-Id", trace);
-      if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;
+      // The portal's pages and sign-in are public (they hold no data); the
+      // API and /metrics take the token, or the portal's session cookie.
+      if (req.path == "/healthz" || req.path == "/" || req.path == "/login" || req.path.rfind("/portal/", 0) == 0) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
       std::string auth = req.get_header_value("Authorization");
-      if (!ConstantTimeEquals(auth, "Bearer " + options_.token)) {
+      const bool cookie_ok = ConstantTimeEquals(SessionCookieOf(req.get_header_value("Cookie")), PortalSession(options_.token));
+      if (!cookie_ok && !ConstantTimeEquals(auth, "Bearer " + options_.token)) {
         SendError(res, UnauthenticatedError(
                            "missing or wrong token: send Authorization: Bearer <TAU_HOME/token>"));
         return httplib::Server::HandlerResponse::Handled;
@@ -191,6 +196,7 @@ class ApiServer::Impl {
     }
     AddEvidenceRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
     AddGpuRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
+    AddPortalRoutes(server_, options_.token);
     server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       SendJson(res, {{"status", "ok"}, {"version", kVersion}});
     });
@@ -487,7 +493,12 @@ class ApiServer::Impl {
         return SendError(res, NotFoundError(fmt::format("job {} has no attempt {}", cur->id, attempt)));
       }
     }
-    res.set_chunked_content_provider("text/plain; charset=utf-8", [this, cur](size_t, httplib::DataSink& sink) {
+    // A followed stream is sent as application/octet-stream (UTF-8 text all
+    // the same): httplib compresses text/* for browsers, and its compressor
+    // holds data back until the end, so lines would not arrive as written.
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_chunked_content_provider(cur->follow ? "application/octet-stream" : "text/plain; charset=utf-8",
+                                     [this, cur](size_t, httplib::DataSink& sink) {
       while (true) {
         if (!sink.is_writable()) return false;
         // Read the state before the files: if the attempt had ended then,
