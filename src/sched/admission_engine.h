@@ -107,6 +107,14 @@ class AdmissionEngine {
   // score — its decayed usage weighted by resource, plus the entry
   // penalties of its admissions since the last sample, over its weight.
   double LocalQueueScore(const std::string& workspace, const std::string& name) const;
+  // The decayed usage per LocalQueue and when it was last sampled, to keep
+  // across restarts (the entry penalties are folded in at the next sample).
+  struct LocalQueueHistory {
+    std::map<std::pair<std::string, std::string>, double> consumed;  // (workspace, name)
+    int64_t last_sample_ms = -1;
+  };
+  LocalQueueHistory ExportLocalQueueHistory() const;
+  void RestoreLocalQueueHistory(const LocalQueueHistory& history);
   // The ClusterQueue a workload goes to, or the reason it has none.
   std::optional<std::string> ClusterQueueOf(const Workload& w, PendingInfo* why) const;
 

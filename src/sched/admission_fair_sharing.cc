@@ -131,6 +131,21 @@ void AdmissionEngine::SampleLocalQueueUsage() {
   }
 }
 
+AdmissionEngine::LocalQueueHistory AdmissionEngine::ExportLocalQueueHistory() const {
+  LocalQueueHistory h;
+  h.last_sample_ms = last_usage_sample_ms_;
+  for (const auto& [key, u] : local_queue_usage_) h.consumed[key] = u.consumed;
+  return h;
+}
+
+void AdmissionEngine::RestoreLocalQueueHistory(const LocalQueueHistory& h) {
+  for (const auto& [key, consumed] : h.consumed) local_queue_usage_[key].consumed = consumed;
+  last_usage_sample_ms_ = h.last_sample_ms;
+  for (auto& [name, q] : queues_) {
+    if (UsesAdmissionFairSharing(q)) SortQueue(q);
+  }
+}
+
 void AdmissionEngine::AddEntryPenalty(const Workload& w, const Admission& a) {
   local_queue_usage_[{w.namespace_, w.local_queue}].penalty += AdmissionFairSharingAlpha() * WeightedAmount(a.usage);
 }

@@ -299,5 +299,30 @@ TEST(AdmissionFairSharingTest, ALocalQueueWeightDividesItsScore) {
   EXPECT_DOUBLE_EQ(e.LocalQueueScore("default", "heavy") * 4, e.LocalQueueScore("default", "light"));
 }
 
+TEST(AdmissionFairSharingTest, TheHistorySurvivesARestartOfTheEngine) {
+  AdmissionEngine e;
+  e.Configure(TwoTeamsOneQueue(2, true));
+  e.SetNow(0);
+  ASSERT_TRUE(e.Submit(W("h0", "heavy", 2)).ok());
+  e.Schedule();
+  e.SetNow(120'000);
+  e.Schedule();
+  auto history = e.ExportLocalQueueHistory();
+  EXPECT_EQ(history.last_sample_ms, 120'000);
+  ASSERT_GT(history.consumed.at({"default", "heavy"}), 0);
+
+  AdmissionEngine restarted;
+  restarted.Configure(TwoTeamsOneQueue(2, true));
+  restarted.RestoreLocalQueueHistory(history);
+  // Right after a sample no entry penalty is pending: the scores agree.
+  EXPECT_DOUBLE_EQ(restarted.LocalQueueScore("default", "heavy"), e.LocalQueueScore("default", "heavy"));
+  ASSERT_TRUE(restarted.Submit(W("h1", "heavy")).ok());
+  ASSERT_TRUE(restarted.Submit(W("l1", "light")).ok());
+  restarted.SetNow(130'000);
+  auto first = restarted.Schedule();
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first[0].workload_id, "l1") << "heavy's past usage still counts after the restart";
+}
+
 }  // namespace
 }  // namespace tau::sched

@@ -367,9 +367,12 @@ class JobManager {
   // Decodes stored objects into a configuration.
   static Result<sched::KueueConfig> DecodeObjects(const std::vector<store::KueueObjectRecord>& objects);
   Status LoadKueue();
+  // The admission-fair-sharing history stored before a restart.
+  void RestoreAdmissionFairSharing();
   int64_t next_seq_ = 1;
   uint64_t next_token_ = 1;
   int64_t version_ = 0;
+  int64_t afs_saved_sample_ms_ = -1;  // the admission-fair-sharing sample last stored
   int64_t last_event_id_ = 0;
   sched::Resources used_;
   std::vector<bool> gpu_busy_;

@@ -402,6 +402,41 @@ JobManager::Dependencies JobManager::CheckDependencies(Job& job) {
   return Dependencies::kWaiting;
 }
 
+namespace {
+
+// The admission-fair-sharing history as stored in the settings table.
+std::string HistoryToJson(const sched::AdmissionEngine::LocalQueueHistory& h) {
+  nlohmann::json queues = nlohmann::json::array();
+  for (const auto& [key, consumed] : h.consumed) queues.push_back({key.first, key.second, consumed});
+  return nlohmann::json{{"last_sample_ms", h.last_sample_ms}, {"local_queues", queues}}.dump();
+}
+
+sched::AdmissionEngine::LocalQueueHistory HistoryFromJson(const std::string& text) {
+  sched::AdmissionEngine::LocalQueueHistory h;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return h;
+  h.last_sample_ms = j.value("last_sample_ms", int64_t{-1});
+  if (j.contains("local_queues") && j["local_queues"].is_array()) {
+    for (const auto& q : j["local_queues"]) {
+      if (q.is_array() && q.size() == 3 && q[0].is_string() && q[1].is_string() && q[2].is_number()) {
+        h.consumed[{q[0].get<std::string>(), q[1].get<std::string>()}] = q[2].get<double>();
+      }
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
+void JobManager::RestoreAdmissionFairSharing() {
+  auto stored = store_->Setting("admission_fair_sharing");
+  if (stored.ok() && !stored->empty()) {
+    auto history = HistoryFromJson(*stored);
+    engine_.RestoreLocalQueueHistory(history);
+    afs_saved_sample_ms_ = history.last_sample_ms;
+  }
+}
+
 void JobManager::RunAdmission() {
   engine_.SetNow(NowMs());  // admission fair sharing decays usage with time
   // Queued jobs whose dependencies allow it enter the engine's queues.
@@ -457,6 +492,13 @@ void JobManager::RunAdmission() {
     }
     free -= job.request;
     StartAttempt(job);
+  }
+  // Keep the sampled usage across restarts, once per sample.
+  if (auto history = engine_.ExportLocalQueueHistory();
+      !history.consumed.empty() && history.last_sample_ms != afs_saved_sample_ms_) {
+    if (Status st = store_->SetSetting("admission_fair_sharing", HistoryToJson(history)); st.ok()) {
+      afs_saved_sample_ms_ = history.last_sample_ms;
+    }
   }
   for (const auto& [seq, job] : jobs_by_seq_) {
     if (job->rec.state != JobState::kQueued || !engine_.IsKnown(job->rec.id)) continue;

@@ -18,6 +18,7 @@ using store::JobState;
 
 Status JobManager::Recover() {
   TAU_RETURN_IF_ERROR(LoadKueue());
+  RestoreAdmissionFairSharing();  // before any attempt's end samples usage
   LoadGpuState();
   TAU_ASSIGN_OR_RETURN(std::vector<store::JobRecord> records, store_->LoadJobs());
   TAU_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store_->LoadAttempts());
