@@ -189,9 +189,14 @@ class ApiServer::Impl {
                                   seconds);
       });
       server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-        loop_->Call([&] { jobs_->CollectMetrics(); });
+        // Collected and written on the loop, so two scrapes never see each
+        // other's half-refreshed gauges.
+        std::string text = loop_->Call([&] {
+          jobs_->CollectMetrics();
+          return options_.metrics->Expose();
+        });
         res.status = 200;
-        res.set_content(options_.metrics->Expose(), "text/plain; version=0.0.4; charset=utf-8");
+        res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
       });
     }
     AddEvidenceRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
