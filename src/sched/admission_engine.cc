@@ -387,8 +387,8 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     }
     if (candidates.empty()) break;
     // Kueue's order: fits first, without borrowing before borrowing, then
-    // higher priority, then older; with fair sharing, the fitting heads are
-    // then taken in tournament order (below).
+    // higher priority, then older; with fair sharing the fitting heads are
+    // taken in tournament order instead (below).
     std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
       bool fa = a.choice.fit == Fit::kFit, fb = b.choice.fit == Fit::kFit;
       if (fa != fb) return fa;
@@ -401,50 +401,11 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     // One cycle, as Kueue's: admit the heads in that order, re-checking each
     // against the quota the ones before it took.
     bool admitted_any = false;
-    std::vector<Candidate*> not_fitting;
-    std::vector<Candidate*> in_order;
-    for (Candidate& c : candidates) in_order.push_back(&c);
-    if (FairSharing()) {
-      // The tournament is run again for each pick: shares change with
-      // every admission.
-      std::vector<Candidate*> fitting, ordered;
-      for (Candidate* c : in_order) (c->choice.fit == Fit::kFit ? fitting : ordered).push_back(c);
-      std::vector<Candidate*> picked;
-      while (!fitting.empty()) {
-        std::vector<Head> heads;
-        for (Candidate* c : fitting) heads.push_back({c->queue, c->workload, &c->choice.admission});
-        const size_t w = TournamentWinner(heads);
-        Candidate* c = fitting[w];
-        fitting.erase(fitting.begin() + static_cast<std::ptrdiff_t>(w));
-        bool still = true;
-        for (const auto& [fr, amount] : c->choice.admission.usage) {
-          still = still && tree_.Check(c->queue->node, fr, amount).fit == Fit::kFit;
-        }
-        if (!still) continue;  // recomputed next cycle
-        tree_.AddUsage(c->queue->node, c->choice.admission.usage);
-        admitted_[c->workload->id] = c->choice.admission;
-        admitted.push_back(c->choice.admission);
-        std::erase(c->queue->pending, c->workload->id);
-        if (UsesAdmissionFairSharing(*c->queue)) {
-          AddEntryPenalty(*c->workload, c->choice.admission);
-          SortQueue(*c->queue);
-          scan_from[c->queue] = 0;
-        }
-        admitted_any = true;
-      }
-      in_order = ordered;  // only the ones that did not fit are left
-    }
-    for (Candidate* cp : in_order) {
-      Candidate& c = *cp;
-      if (c.choice.fit != Fit::kFit) {
-        not_fitting.push_back(&c);
-        continue;
-      }
-      bool still = true;
+    // Admits a head that fit at the start of the cycle if it still fits.
+    auto admit = [&](Candidate& c) {
       for (const auto& [fr, amount] : c.choice.admission.usage) {
-        still = still && tree_.Check(c.queue->node, fr, amount).fit == Fit::kFit;
+        if (tree_.Check(c.queue->node, fr, amount).fit != Fit::kFit) return;  // recomputed next cycle
       }
-      if (!still) continue;  // recomputed next cycle
       tree_.AddUsage(c.queue->node, c.choice.admission.usage);
       admitted_[c.workload->id] = c.choice.admission;
       admitted.push_back(c.choice.admission);
@@ -455,6 +416,22 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         scan_from[c.queue] = 0;
       }
       admitted_any = true;
+    };
+    std::vector<Candidate*> fitting, not_fitting;
+    for (Candidate& c : candidates) (c.choice.fit == Fit::kFit ? fitting : not_fitting).push_back(&c);
+    if (FairSharing()) {
+      // Tournament order, run again for each pick: shares change with every
+      // admission.
+      while (!fitting.empty()) {
+        std::vector<Head> heads;
+        for (Candidate* c : fitting) heads.push_back({c->queue, c->workload, &c->choice.admission});
+        const size_t w = TournamentWinner(heads);
+        Candidate* c = fitting[w];
+        fitting.erase(fitting.begin() + static_cast<std::ptrdiff_t>(w));
+        admit(*c);
+      }
+    } else {
+      for (Candidate* c : fitting) admit(*c);
     }
     if (admitted_any && not_fitting.empty()) continue;
     // A head that did not fit at the start of the cycle cannot fit after it
