@@ -2,6 +2,7 @@
 // (kueue-semantics §1.2-1.5).
 
 #include "sched/admission_engine.h"
+#include "sched/test_builders.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,24 +21,11 @@ ResourceQuota Q(const std::string& name, int64_t units, std::optional<int64_t> b
 }
 
 ClusterQueue CpuQueue(const std::string& name, ResourceQuota cpu, const std::string& cohort = "") {
-  ClusterQueue cq;
-  cq.name = name;
-  cq.cohort_name = cohort;
-  cq.namespace_selector = LabelSelector{};
-  cq.resource_groups = {{{"cpu"}, {{"default", {cpu}}}}};
-  return cq;
+  return testing::MakeCpuQueue(name, std::move(cpu), cohort);
 }
 
 Workload W(const std::string& id, int64_t cpus, const std::string& queue = "q", int64_t priority = 0) {
-  static int64_t seq = 0;
-  Workload w;
-  w.id = id;
-  w.namespace_ = "default";
-  w.local_queue = queue;
-  w.priority = priority;
-  w.seq = ++seq;
-  w.per_pod = {{"cpu", cpus * 1000}};
-  return w;
+  return testing::MakeWorkload(id, queue, cpus, priority);
 }
 
 std::vector<std::string> Ids(const std::vector<Admission>& admitted) {

@@ -9,30 +9,20 @@
 #include <map>
 
 #include "sched/admission_engine.h"
+#include "sched/test_builders.h"
 
 namespace tau::sched {
 namespace {
 
 ClusterQueue Cpu(const std::string& name, int64_t cpus, const std::string& cohort, std::optional<double> weight = {}) {
-  ClusterQueue cq;
-  cq.name = name;
-  cq.cohort_name = cohort;
-  cq.namespace_selector = LabelSelector{};
-  cq.resource_groups = {{{"cpu"}, {{"default", {{"cpu", Quantity::FromUnits(cpus), std::nullopt, std::nullopt}}}}}};
+  ClusterQueue cq =
+      testing::MakeCpuQueue(name, {"cpu", Quantity::FromUnits(cpus), std::nullopt, std::nullopt}, cohort);
   if (weight) cq.fair_sharing_weight = Quantity::FromMilli(static_cast<int64_t>(*weight * 1000));
   return cq;
 }
 
 Workload W(const std::string& id, const std::string& queue, int64_t cpus = 1, int64_t priority = 0) {
-  static int64_t seq = 0;
-  Workload w;
-  w.id = id;
-  w.namespace_ = "default";
-  w.local_queue = queue;
-  w.priority = priority;
-  w.seq = ++seq;
-  w.per_pod = {{"cpu", cpus * 1000}};
-  return w;
+  return testing::MakeWorkload(id, queue, cpus, priority);
 }
 
 // ClusterQueues a and b (2 CPUs each) and an idle lender (4 CPUs), in one
