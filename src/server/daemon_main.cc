@@ -255,12 +255,12 @@ int Main(int argc, char** argv) {
   JobManagerOptions options;
   options.capacity = capacity;
   // One GPU class on the machine: the default flavor is labelled with it.
-  std::string gpu_class;
-  for (const auto& g : gpus) gpu_class = (gpu_class.empty() || gpu_class == g.gpu_class) ? g.gpu_class : "mixed";
-  if (gpu_class == "mixed") gpu_class.clear();
+  std::string gpu_class = gpus.empty() ? "" : gpus.front().gpu_class;
+  for (const auto& g : gpus) {
+    if (g.gpu_class != gpus.front().gpu_class) gpu_class.clear();
+  }
   options.kueue = DefaultKueueConfig(capacity, gpu_class);
   options.default_manifests = DefaultKueueManifests(capacity, gpu_class);
-  for (const auto& g : gpus) options.gpu_uuids.push_back(g.uuid);
   options.gpu_info = gpus;
   options.gpu_health_monitored = nvml != nullptr;
   options.xid_catalog = xid_catalog;

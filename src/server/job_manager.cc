@@ -348,7 +348,7 @@ AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt, int 
   for (size_t i = static_cast<size_t>(rank) * per_rank;
        i < static_cast<size_t>(rank + 1) * per_rank && i < job.gpu_indexes.size(); ++i) {
     size_t g = static_cast<size_t>(job.gpu_indexes[i]);
-    gpus.push_back(g < options_.gpu_uuids.size() ? options_.gpu_uuids[g] : std::to_string(g));
+    gpus.push_back(GpuUuid(g));
   }
   std::vector<std::pair<std::string, std::string>> vars = {
       {"TAU_JOB_ID", id},

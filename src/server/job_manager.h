@@ -43,8 +43,6 @@ struct SubmitRequest {
 
 struct JobManagerOptions {
   sched::Resources capacity;
-  // The machine's GPUs, handed out by UUID (capacity.gpus == gpu_uuids.size()).
-  std::vector<std::string> gpu_uuids;
   // The environment every job starts from (the daemon's, less TAU_*).
   std::vector<std::string> base_env;
   // Runs a task on the control loop after the current one (ControlLoop::Post).
@@ -76,7 +74,7 @@ struct JobManagerOptions {
   // The machine as the evidence records it (host facts and GPUs), JSON
   // text; "" for unknown.
   std::string host_json;
-  // The machine's GPUs (same order as gpu_uuids), for health and `tau nodes`.
+  // The machine's GPUs by index (capacity.gpus of them), handed out by UUID.
   std::vector<gpu::GpuInfo> gpu_info;
   // True when the GPUs are watched (NVML): they start Unknown and are given
   // work after their first good poll. False (no NVML; GPUs listed by an
@@ -330,9 +328,12 @@ class JobManager {
   void SaveGpu(size_t g);
   Status AppendGpuEvent(size_t g, std::string type, std::string reason, std::string message);
   Result<size_t> FindGpu(const std::string& uuid) const;
+  // GPU `g`'s UUID (its index, when the machine's GPUs were not listed).
+  std::string GpuUuid(size_t g) const;
 
-  // Reads the job's metrics file from where it stopped (job_manager_progress.cc).
-  void FollowMetricsFile(Job& job);
+  // Reads the job's metrics file from where it stopped (job_manager_progress.cc);
+  // true when new lines came.
+  bool FollowMetricsFile(Job& job);
   // Counts an event in options.metrics, when there is a registry.
   void Count(const std::string& name, const metrics::Labels& labels, double delta = 1);
   void ObserveSeconds(const std::string& name, const metrics::Labels& labels, int64_t ms);

@@ -42,7 +42,7 @@ CapsuleInputs Gather(const TauHome& home, const JobManagerOptions& options, cons
   in.job.secret_env.clear();
   in.attempts = attempts;
   in.events = std::move(events);
-  in.gpu_uuids = options.gpu_uuids;
+  for (const auto& g : options.gpu_info) in.gpu_uuids.push_back(g.uuid);
   in.workers = spec.compute.workers;
   in.cpus_per_worker = spec.compute.cpus.ToString();
   in.memory_per_worker = spec.compute.memory.ToString();

@@ -51,7 +51,7 @@ std::string JobManager::GpuShortage(int64_t gpus) const {
       continue;
     }
     const GpuSlot& slot = gpu_slots_[g];
-    std::string uuid = g < options_.gpu_uuids.size() ? options_.gpu_uuids[g] : std::to_string(g);
+    std::string uuid = GpuUuid(g);
     std::string why = slot.drained ? "drained" : std::string(gpu::HealthStateName(slot.health.state()));
     if (!slot.drained && !slot.health.message().empty()) why += ": " + slot.health.message();
     out.push_back(fmt::format("GPU {} {} ({})", g, uuid, why));
@@ -71,17 +71,21 @@ std::string JobManager::GpuShortage(int64_t gpus) const {
                      gpus == 1 ? "" : "s", in_service, gpu_slots_.size(), Join(out, "; "));
 }
 
+std::string JobManager::GpuUuid(size_t g) const {
+  return g < options_.gpu_info.size() ? options_.gpu_info[g].uuid : std::to_string(g);
+}
+
 Result<size_t> JobManager::FindGpu(const std::string& uuid) const {
-  for (size_t g = 0; g < options_.gpu_uuids.size() && g < gpu_slots_.size(); ++g) {
-    if (options_.gpu_uuids[g] == uuid) return g;
+  for (size_t g = 0; g < options_.gpu_info.size() && g < gpu_slots_.size(); ++g) {
+    if (options_.gpu_info[g].uuid == uuid) return g;
   }
   return NotFoundError(fmt::format("this machine has no GPU \"{}\" (tau nodes lists them)", uuid));
 }
 
 void JobManager::SaveGpu(size_t g) {
-  if (g >= options_.gpu_uuids.size()) return;
+  if (g >= options_.gpu_info.size()) return;
   const GpuSlot& slot = gpu_slots_[g];
-  store::GpuRecord rec{options_.gpu_uuids[g], std::string(gpu::HealthStateName(slot.health.state())),
+  store::GpuRecord rec{GpuUuid(g), std::string(gpu::HealthStateName(slot.health.state())),
                        slot.health.reason(), slot.health.message(), NowMs(), slot.drained};
   if (Status st = store_->UpsertGpu(rec); !st.ok()) {
     log::Error("gpu", "cannot store a GPU's state", {{"gpu", rec.uuid}, {"error", st.ToString()}});
@@ -89,8 +93,8 @@ void JobManager::SaveGpu(size_t g) {
 }
 
 Status JobManager::AppendGpuEvent(size_t g, std::string type, std::string reason, std::string message) {
-  if (g >= options_.gpu_uuids.size()) return Status::Ok();
-  return store_->AppendGpuEvent({0, NowMs(), options_.gpu_uuids[g], std::move(type), std::move(reason), std::move(message)})
+  if (g >= options_.gpu_info.size()) return Status::Ok();
+  return store_->AppendGpuEvent({0, NowMs(), GpuUuid(g), std::move(type), std::move(reason), std::move(message)})
       .status();
 }
 
@@ -111,7 +115,7 @@ void JobManager::LoadGpuState() {
 
 void JobManager::ApplyGpuChange(size_t g, const std::optional<gpu::HealthChange>& change) {
   if (!change) return;
-  const std::string uuid = g < options_.gpu_uuids.size() ? options_.gpu_uuids[g] : std::to_string(g);
+  const std::string uuid = GpuUuid(g);
   auto level = change->to == HealthState::kUnhealthy ? log::Level::kError
                : change->to == HealthState::kHealthy ? log::Level::kInfo
                                                      : log::Level::kWarn;
@@ -189,11 +193,11 @@ void JobManager::OnGpuXid(gpu::XidEvent event) {
   }
   switch (cls) {
     case gpu::XidClass::kWatch:
-      log::Warn("gpu", "XID event (watch)", {{"gpu", options_.gpu_uuids[g]}, {"xid", what}});
+      log::Warn("gpu", "XID event (watch)", {{"gpu", GpuUuid(g)}, {"xid", what}});
       break;
     case gpu::XidClass::kApp:
       // The job's own fault: it fails, the GPU stays in service.
-      FaultJobsOnGpu(g, "GpuXid", fmt::format("{} on GPU {} ({}), an application error", what, g, options_.gpu_uuids[g]));
+      FaultJobsOnGpu(g, "GpuXid", fmt::format("{} on GPU {} ({}), an application error", what, g, GpuUuid(g)));
       break;
     case gpu::XidClass::kReset:
     case gpu::XidClass::kRma:
@@ -249,7 +253,7 @@ std::string JobManager::GpusJson() {
       }
     }
     gpus.push_back({{"index", g},
-                    {"uuid", g < options_.gpu_uuids.size() ? options_.gpu_uuids[g] : ""},
+                    {"uuid", GpuUuid(g)},
                     {"model", info.value("model", "")},
                     {"gpu_class", info.value("gpu_class", "")},
                     {"memory_mib", info.value("memory_mib", int64_t{0})},

@@ -112,7 +112,7 @@ void JobManager::CollectMetrics() {
   }
   // GPUs, with dcgm-exporter's labels.
   for (size_t g = 0; g < gpu_slots_.size(); ++g) {
-    const std::string uuid = g < options_.gpu_uuids.size() ? options_.gpu_uuids[g] : "";
+    const std::string uuid = GpuUuid(g);
     const std::string model = g < options_.gpu_info.size() ? options_.gpu_info[g].model : "";
     const std::string bus = g < options_.gpu_info.size() ? options_.gpu_info[g].pci_bus_id : "";
     metrics::Labels dcgm = {{"gpu", std::to_string(g)}, {"UUID", uuid}, {"pci_bus_id", bus},
