@@ -51,8 +51,14 @@ std::string RouteOf(const std::string& path) {
     if (parts[2] == "jobs") parts[3] = "{job}";
     else if (parts[2] == "blobs") parts[3] = "{digest}";
     else if (parts[2] == "admin" && parts.size() >= 5 && parts[3] == "gpus") parts[4] = "{uuid}";
-    else if (parts[2] == "admin" && parts.size() >= 6 && parts[3] == "objects") parts[4] = "{kind}", parts[5] = "{name}";
-    if (parts[2] == "jobs" && parts.size() > 5 && parts[4] == "outputs") parts.resize(5), parts.push_back("{path}");
+    else if (parts[2] == "admin" && parts.size() >= 6 && parts[3] == "objects") {
+      parts[4] = "{kind}";
+      parts[5] = "{name}";
+    }
+    if (parts[2] == "jobs" && parts.size() > 5 && parts[4] == "outputs") {
+      parts.resize(5);
+      parts.push_back("{path}");  // one label for every output file
+    }
   }
   std::string out;
   for (const auto& p : parts) out += "/" + p;

@@ -13,10 +13,10 @@
 namespace tau::server {
 using store::JobState;
 
-void JobManager::FollowMetricsFile(Job& job) {
+bool JobManager::FollowMetricsFile(Job& job) {
   if (!job.progress) job.progress = std::make_shared<progress::Tracker>();
   int fd = ::open(home_.metrics_file(job.rec.id).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) return false;
   const int64_t before = job.progress->snapshot().lines + job.progress->snapshot().bad_lines;
   char buf[65536];
   // At most 4 MiB per call: a job writing faster is followed over calls.
@@ -27,7 +27,9 @@ void JobManager::FollowMetricsFile(Job& job) {
     job.progress->Feed(std::string_view(buf, static_cast<size_t>(n)), NowMs());
   }
   ::close(fd);
-  if (job.progress->snapshot().lines + job.progress->snapshot().bad_lines != before) job.view.reset();
+  if (job.progress->snapshot().lines + job.progress->snapshot().bad_lines == before) return false;
+  job.view.reset();
+  return true;
 }
 
 void JobManager::RefreshProgress() {
@@ -36,9 +38,7 @@ void JobManager::RefreshProgress() {
   for (auto& [seq, job_ptr] : jobs_by_seq_) {
     Job& job = *job_ptr;
     if (job.rec.state != JobState::kRunning) continue;
-    const bool stale_view = job.view == nullptr;
-    FollowMetricsFile(job);
-    changed = changed || (job.view == nullptr && !stale_view);
+    if (FollowMetricsFile(job)) changed = true;
     const progress::Snapshot& s = job.progress->snapshot();
     if (options_.progress_stall_after.count() <= 0 || s.lines == 0) continue;
     const int64_t since_line = now - std::max(s.last_line_ms, job.rec.started_at.value_or(0));
