@@ -2,6 +2,7 @@
 // processes.
 
 #include <fcntl.h>
+#include <signal.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -139,6 +140,41 @@ TEST_F(ShimTest, DeadlineStopsTheWorkload) {
   ExitStatus s = RunToEnd(l, &exits);
   EXPECT_EQ(s.terminated_by, "deadline");
   EXPECT_EQ(s.signal, 15);
+}
+
+TEST_F(ShimTest, ProcessesThatLeftTheSessionEndWithTheJob) {
+  Exits exits;
+  // A daemon: double fork and setsid, so neither the job's process group
+  // nor its parent holds it any more.
+  ExitStatus s = RunToEnd(
+      Launch({"/bin/sh", "-c",
+              "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' & ); "
+              "while [ ! -s daemon.pid ]; do sleep 0.01; done; exit 3"}),
+      &exits);
+  EXPECT_EQ(s.exit_code, 3);
+  std::ifstream in(dir_ / "daemon.pid");
+  pid_t daemon = 0;
+  in >> daemon;
+  ASSERT_GT(daemon, 0);
+  // The shim killed and reaped it before it wrote the status.
+  EXPECT_EQ(::kill(daemon, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST_F(ShimTest, StoppingAlsoAsksProcessesThatLeftTheGroup) {
+  Exits exits;
+  ShimLaunch l = Launch({"/bin/sh", "-c",
+                         "setsid sh -c \"trap 'echo daemon saved; exit 0' TERM; echo daemon ready; "
+                         "while :; do sleep 0.02; done\" & while :; do sleep 0.02; done"});
+  l.grace_ms = 5000;
+  auto shim = LaunchShim(l);
+  ASSERT_TRUE(shim.ok());
+  ASSERT_TRUE(exits.watcher().Watch(1, shim->pid).ok());
+  while (Log().find("daemon ready") == std::string::npos) ::usleep(10000);
+  ASSERT_TRUE(TerminateShim(*shim).ok());
+  ASSERT_TRUE(exits.WaitFor(1));
+  EXPECT_EQ(ReadExitStatus(l.status_path)->signal, 15);
+  EXPECT_THAT(Log(), HasSubstr("daemon saved"));
 }
 
 TEST_F(ShimTest, TheLockTellsWhetherTheShimIsAlive) {

@@ -11,6 +11,7 @@
 // SIGKILL after the grace period", enforces the deadline the same way, and
 // finally writes the exit status atomically to the status file.
 
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -27,6 +29,8 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -132,6 +136,75 @@ bool WriteStatusAtomically(const char* path, const std::string& json) {
   return true;
 }
 
+// The parent of `pid` from /proc/PID/stat, or -1.
+pid_t ParentOf(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[512];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+  const char* close_paren = strrchr(buf, ')');
+  if (!close_paren) return -1;
+  char state;
+  int ppid;
+  if (sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return ppid;
+}
+
+// Every live process below this one. The shim is a child subreaper, so a
+// process whose parent ended (a daemon, a Ray worker, the driver Ray starts
+// in a session of its own) is reparented here and is still found.
+std::vector<pid_t> Descendants() {
+  std::vector<std::pair<pid_t, pid_t>> all;  // (pid, parent)
+  if (DIR* dir = opendir("/proc")) {
+    while (struct dirent* e = readdir(dir)) {
+      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+      pid_t pid = static_cast<pid_t>(atoi(e->d_name));
+      pid_t parent = ParentOf(pid);
+      if (parent > 0) all.emplace_back(pid, parent);
+    }
+    closedir(dir);
+  }
+  std::vector<pid_t> found = {getpid()};
+  for (size_t i = 0; i < found.size(); ++i) {
+    for (const auto& [pid, parent] : all) {
+      if (parent == found[i]) found.push_back(pid);
+    }
+  }
+  found.erase(found.begin());
+  return found;
+}
+
+// SIGTERM or SIGKILL to the job: its process group and every descendant
+// that left the group (each process gets the signal once).
+void SignalJob(pid_t group, int sig) {
+  kill(-group, sig);
+  for (pid_t pid : Descendants()) {
+    if (getpgid(pid) != group) kill(pid, sig);
+  }
+}
+
+// After the job's main process ended: kills and reaps whatever it left
+// behind, until the shim has no children (or 10 s passed, for a process
+// stuck in the kernel).
+void KillLeftovers(pid_t group) {
+  const long long give_up = NowMs(CLOCK_MONOTONIC) + 10000;
+  for (;;) {
+    SignalJob(group, SIGKILL);
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    errno = 0;
+    if (waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) return;
+    if (NowMs(CLOCK_MONOTONIC) > give_up) return;
+    usleep(10000);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,6 +225,7 @@ int main(int argc, char** argv) {
     syscall(SYS_close_range, 3U, ~0U, 0U);
   }
   setsid();
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   sigset_t handled;
   sigemptyset(&handled);
@@ -237,11 +311,11 @@ int main(int argc, char** argv) {
     }
     if (timed && next <= 0) {
       if (kill_at_mono >= 0) {
-        kill(-child, SIGKILL);
+        SignalJob(child, SIGKILL);
         kill_at_mono = now + 3600 * 1000LL;  // nothing else to escalate to
       } else {
         terminated_by = "deadline";
-        kill(-child, SIGTERM);
+        SignalJob(child, SIGTERM);
         kill_at_mono = now + opt.grace_ms;
       }
       continue;
@@ -255,18 +329,38 @@ int main(int argc, char** argv) {
       sig = sigtimedwait(&handled, &info, &ts);
     }
     if (sig == SIGCHLD) {
-      pid_t r = wait4(child, &wait_status, WNOHANG, &usage);
-      if (r == child) break;
+      // Reap everything that ended: the job, or orphans reparented here.
+      bool job_ended = false;
+      for (;;) {
+        int st = 0;
+        struct rusage ru;
+        pid_t r = wait4(-1, &st, WNOHANG, &ru);
+        if (r <= 0) break;
+        if (r == child) {
+          wait_status = st;
+          usage = ru;
+          job_ended = true;
+        }
+      }
+      if (job_ended) break;
     } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
       if (kill_at_mono < 0) {
         if (*terminated_by == '\0') terminated_by = "signal";
-        kill(-child, SIGTERM);
+        SignalJob(child, SIGTERM);
         kill_at_mono = NowMs(CLOCK_MONOTONIC) + opt.grace_ms;
       }
     }
   }
-  // Whatever the job left running in its process group goes with it.
-  if (child > 0) kill(-child, SIGKILL);
+  // While stopping, what the job left running (a process that left its
+  // group) keeps the rest of the grace period to end by itself.
+  while (child > 0 && kill_at_mono >= 0 && NowMs(CLOCK_MONOTONIC) < kill_at_mono && !Descendants().empty()) {
+    struct timespec ts = {0, 50 * 1000000L};
+    sigtimedwait(&handled, nullptr, &ts);
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+  }
+  // Whatever the job left running goes with it.
+  if (child > 0) KillLeftovers(child);
 
   std::string json = "{\"version\":1";
   char buf[256];
