@@ -119,7 +119,8 @@ void JobManager::SealEvidence(Job& job) {
       auto venv = ReadFile(venv_marker);
       if (venv.ok()) {
         std::string python = (fs::path(std::string(Split(*venv, '\n').front())) / "bin" / "python").string();
-        auto freeze = RunCapture({python, "-m", "pip", "freeze", "--disable-pip-version-check"});
+        // -I: a pip.py in the daemon's folder must not stand in for pip.
+        auto freeze = RunCapture({python, "-I", "-m", "pip", "freeze", "--disable-pip-version-check"});
         if (freeze.ok() && freeze->exit_code == 0) {
           for (const auto& line : Split(freeze->out, '\n')) {
             if (!line.empty()) in.pip_freeze.emplace_back(line);

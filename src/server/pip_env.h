@@ -17,6 +17,10 @@ struct PipSetup {
   std::string requirements_file;  // written by the daemon, one requirement per line
   std::string venv_root;          // TAU_HOME/venvs
   std::string setup_failed_marker;
+  // "" : the environment is built from python3 on PATH. Otherwise a Python
+  // whose packages the environment also sees (Ray's, for a local rayjob);
+  // it is part of KEY, and pip installs only what that Python lacks.
+  std::string base_python;
 };
 
 // `argv` run inside the environment: /bin/sh -c SCRIPT tau-pip ARGV...

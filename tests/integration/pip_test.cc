@@ -16,6 +16,9 @@ TEST_F(PipTest, JobsWithTheSameRequirementsShareOneCachedEnvironment) {
   CommandResult probe = RunCommand({"/usr/bin/env", "python3", "-m", "pip", "download", "--no-deps", "-q", "-d",
                                     (work_ / "probe").string(), "six==1.16.0"});
   if (probe.exit_code != 0) GTEST_SKIP() << "PyPI is not reachable from here: " << probe.err;
+  // Files of the job named like the modules the build runs do not shadow them.
+  WriteFile("pip.py", "raise SystemExit('the job\'s pip.py ran instead of pip')\n");
+  WriteFile("venv.py", "raise SystemExit('the job\'s venv.py ran instead of venv')\n");
   std::string spec = WriteSpec("six.yaml",
       "schema_version: 1\nname: six\nrun:\n  entrypoint: 'python3 -c \"import six, sys; print(six.__version__, sys.prefix)\"'\n"
       "compute:\n  cpus: 100m\nruntime:\n  pip: [six==1.16.0]\n");
