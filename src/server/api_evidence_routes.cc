@@ -47,7 +47,7 @@ Status StageBundle(const ApiContext& ctx, const JobView& job, const std::string&
   if (ec) return ErrnoError(ec.value(), "creating the bundle's folder");
   std::ofstream(dir / "capsule.json") << capsule;
   for (const auto& a : job.attempts) {
-    for (int64_t r = 0; r < job.workers; ++r) {
+    for (int64_t r = 0; r < job.ranks; ++r) {
       fs::path log = ctx.home.log_file(job.job.id, a.number, static_cast<int>(r));
       if (!fs::exists(log, ec)) continue;
       fs::path to = dir / "logs" / fmt::format("attempt-{}-rank-{}.log", a.number, r);

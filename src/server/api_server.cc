@@ -482,12 +482,12 @@ class ApiServer::Impl {
     cur->follow = req.get_param_value("follow") == "true";
     std::string rank = req.get_param_value("rank");
     if (rank == "all") {
-      for (int r = 0; r < job->workers; ++r) cur->ranks.push_back(r);
-      cur->prefix = job->workers > 1;
+      for (int r = 0; r < job->ranks; ++r) cur->ranks.push_back(r);
+      cur->prefix = job->ranks > 1;
     } else {
       int r = std::atoi(rank.c_str());
-      if (r < 0 || r >= job->workers) {
-        return SendError(res, NotFoundError(fmt::format("job {} has no rank {} (it has {})", cur->id, rank, job->workers)));
+      if (r < 0 || r >= job->ranks) {
+        return SendError(res, NotFoundError(fmt::format("job {} has no rank {} (it has {})", cur->id, rank, job->ranks)));
       }
       cur->ranks.push_back(r);
     }

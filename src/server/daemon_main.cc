@@ -61,6 +61,7 @@ struct Flags {
   std::string xid_classes;  // "" : TAU_HOME/xid-classes.yaml when it exists
   bool allow_foreign_gpu_processes = false;
   Duration progress_stall_after = std::chrono::minutes(10);
+  std::string ray_program;  // "" : the first `ray` on PATH
 };
 
 [[noreturn]] void Usage(const std::string& why) {
@@ -68,7 +69,7 @@ struct Flags {
                        "[--log-level debug|info|warn|error]\n"
                        "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n"
                        "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n"
-                       "                [--progress-stall-after DURATION]\n",
+                       "                [--progress-stall-after DURATION] [--ray PROGRAM]\n",
                why.c_str());
   std::exit(2);
 }
@@ -82,6 +83,7 @@ Flags ParseFlags(int argc, char** argv) {
     if (!d.ok()) Usage("TAU_PROGRESS_STALL_AFTER is a duration (e.g. 10m)");
     f.progress_stall_after = *d;
   }
+  if (const char* ray = std::getenv("TAU_RAY")) f.ray_program = ray;
   if (const char* poll = std::getenv("TAU_GPU_POLL_INTERVAL")) {
     auto d = ParseDuration(poll);
     if (!d.ok() || d->count() < 100) Usage("TAU_GPU_POLL_INTERVAL is a duration of at least 100ms (e.g. 15s)");
@@ -122,6 +124,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.progress_stall_after = *d;
     } else if (a == "--xid-classes") {
       f.xid_classes = value();
+    } else if (a == "--ray") {
+      f.ray_program = value();
     } else if (a == "--allow-foreign-gpu-processes") {
       f.allow_foreign_gpu_processes = true;
     } else if (a == "--help" || a == "-h") {
@@ -317,6 +321,7 @@ int Main(int argc, char** argv) {
   }
   options.max_interruptions = flags.max_interruptions;
   options.progress_stall_after = flags.progress_stall_after;
+  options.ray_program = flags.ray_program;
   metrics::Registry registry;
   DefineMetrics(registry, kVersion);
   options.metrics = &registry;

@@ -93,6 +93,9 @@ struct JobManagerOptions {
   std::string hostname;  // the Hostname label of the GPU metrics
   // A random number in [0, 1) for backoff jitter. Unset: a seeded PRNG.
   std::function<double()> jitter;
+  // The `ray` program for local rayjobs (taugridd --ray, TAU_RAY); "": the
+  // first `ray` on the PATH of base_env.
+  std::string ray_program;
 };
 
 // Defines the taugrid_* and DCGM_* metric families (docs/observability.md).
@@ -257,6 +260,10 @@ class JobManager {
   void SetWaitingReason(Job& job, const std::string& reason, const std::string& message);
   // Created by the runtime.pip wrapper when installing failed.
   std::string SetupFailedMarker(const std::string& id, int64_t attempt, int rank) const;
+  // A local rayjob's Ray --temp-dir for one attempt (short: see LocalRaySetup).
+  static std::string RayTempDir(const std::string& id, int64_t attempt);
+  // The Python with Ray that runs local rayjobs (see FindRayPython).
+  Result<std::string> RayPython() const;
   int64_t NowMs() const;
   Status AppendEvent(const Job& job, std::string type, std::string reason, std::string message);
   Status SaveJob(Job& job);
@@ -282,7 +289,8 @@ class JobManager {
   std::string PinnedCpus(const Job& job) const;
   std::string CpuList(const Job::Rank& rank) const;  // "4,7": the CPU ids a rank is pinned to
   void RestorePinning(Job& job, const std::string& pinned_cpus);
-  AttemptStart BuildAttemptStart(const Job& job, int64_t attempt, int rank, int port) const;
+  AttemptStart BuildAttemptStart(const Job& job, int64_t attempt, int rank, int port,
+                                 const std::string& ray_python) const;
   // Retries (job_manager_retry.cc). Decides what follows a failed attempt
   // whose reason is `reason`: kQueued (again now), kRetrying (after a
   // backoff, retry_at set) or kFailed; updates the budget and the

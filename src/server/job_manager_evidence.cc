@@ -16,6 +16,7 @@
 #include "evidence/snapshot.h"
 #include "server/evidence_capsule.h"
 #include "server/job_manager.h"
+#include "server/local_ray.h"
 #include "render/yaml_emitter.h"
 #include "spec/json_codec.h"
 #include "spec/load.h"
@@ -47,7 +48,7 @@ CapsuleInputs Gather(const TauHome& home, const JobManagerOptions& options, cons
   in.cpus_per_worker = spec.compute.cpus.ToString();
   in.memory_per_worker = spec.compute.memory.ToString();
   for (const auto& a : attempts) {
-    for (int r = 0; r < in.workers; ++r) in.log_files[a.number].push_back(home.log_file(rec.id, a.number, r).string());
+    for (int r = 0; r < AttemptRanks(spec); ++r) in.log_files[a.number].push_back(home.log_file(rec.id, a.number, r).string());
   }
   return in;
 }

@@ -10,6 +10,7 @@
 #include "common/strings.h"
 #include "exec/process_info.h"
 #include "server/job_manager.h"
+#include "server/local_ray.h"
 
 namespace tau::server {
 using store::AttemptRecord;
@@ -74,7 +75,7 @@ Status JobManager::Recover() {
     if (!job.rec.preempted_by.empty()) engine_.MarkEvicting(job.rec.id);
 
     // Each rank: a live shim (it holds its lock), an exit status, or neither.
-    const int workers = static_cast<int>(job.spec.compute.workers);
+    const int workers = AttemptRanks(job.spec);
     job.ranks.assign(static_cast<size_t>(workers), Job::Rank{});
     if (options_.cgroups) {
       for (int r = 0; r < workers; ++r) job.ranks[static_cast<size_t>(r)].cgroup = fmt::format("{}-{}-{}", job.rec.id, n, r);

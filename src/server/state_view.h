@@ -20,6 +20,7 @@ struct JobView {
   store::JobRecord job;
   std::vector<store::AttemptRecord> attempts;  // oldest first
   int64_t workers = 1;
+  int64_t ranks = 1;         // processes with a log of their own per attempt
   int64_t gpus = 0;          // all workers together
   int64_t cpus_milli = 0;    // all workers together
   int64_t memory_bytes = 0;  // all workers together
