@@ -130,6 +130,25 @@ TEST_F(LocalRayTest, TheClustersCgroupHoldsEveryWorkerNodeAndTheHead) {
   EXPECT_EQ(cpu, "200000 100000") << "2 x 500m for the workers and 1 CPU for the head";
 }
 
+TEST_F(LocalRayTest, TheClusterGetsEveryWorkerNodesGpusToShareOut) {
+  InstallFakeRay();
+  auto base = tweak_;
+  tweak_ = [&](JobManagerOptions& o) {
+    base(o);
+    o.capacity.gpus = 4;
+    o.kueue = DefaultKueueConfig(o.capacity);
+    for (int g = 0; g < 4; ++g) o.gpu_info.push_back({.uuid = "GPU-" + std::to_string(g)});
+  };
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  auto view = jobs->Submit(Request("name: r\nrun: {entrypoint: t.py, workload_kind: rayjob}\n"
+                                   "compute: {workers: 2, gpus: 1, cpus: 500m, memory: 256Mi}\n"));
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  ASSERT_EQ(runner.starts.size(), 1u);
+  EXPECT_THAT(runner.starts[0].env, Contains("CUDA_VISIBLE_DEVICES=GPU-0,GPU-1"));
+  EXPECT_EQ(runner.starts[0].argv[6], "1") << "one GPU per worker node";
+}
+
 TEST_F(LocalRayTest, RuntimePipLayersAnEnvironmentOnRaysPython) {
   InstallFakeRay();
   FakeRunner runner;
