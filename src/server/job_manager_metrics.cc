@@ -9,11 +9,42 @@ namespace tau::server {
 using metrics::Registry;
 using store::JobState;
 
+namespace {
+
+// Gauges read from the job manager's state before each scrape
+// (CollectMetrics resets them all, then sets what the state says).
+struct StateGauge {
+  const char* name;
+  const char* help;
+};
+constexpr StateGauge kStateGauges[] = {
+    {"taugrid_jobs", "Jobs by state, queue and workspace (finished ones included until removed)."},
+    {"taugrid_jobs_stalled", "Running jobs whose progress is stalled now."},
+    {"taugrid_cluster_queue_pending_jobs", "Jobs waiting in a ClusterQueue."},
+    {"taugrid_cluster_queue_admitted_jobs", "Jobs admitted (running) in a ClusterQueue."},
+    {"taugrid_local_queue_pending_jobs", "Jobs waiting in a LocalQueue."},
+    {"taugrid_cluster_queue_nominal_quota",
+     "Nominal quota of a ClusterQueue per flavor and resource (cores, bytes, GPUs)."},
+    {"taugrid_cluster_queue_resource_usage",
+     "Quota in use in a ClusterQueue per flavor and resource (cores, bytes, GPUs)."},
+    {"taugrid_cluster_queue_borrowed", "Quota a ClusterQueue borrows from its cohort per flavor and resource."},
+    {"taugrid_gpu_health_state", "1 for the GPU's current health state, 0 for the others."},
+    // dcgm-exporter's names and labels, so existing GPU dashboards work.
+    {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)."},
+    {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)."},
+    {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)."},
+    {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."},
+    {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)."},
+    {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors."},
+    {"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered."},
+};
+
+}  // namespace
+
 void DefineMetrics(Registry& r, const std::string& version) {
   using T = Registry::Type;
   r.Define("taugrid_build_info", T::kGauge, "Always 1; the version of taugridd in a label.");
   r.Set("taugrid_build_info", {{"version", version}}, 1);
-  r.Define("taugrid_jobs", T::kGauge, "Jobs by state, queue and workspace (finished ones included until removed).");
   r.Define("taugrid_job_submissions_total", T::kCounter, "Jobs submitted, by workspace and queue.");
   r.Define("taugrid_job_attempts_total", T::kCounter, "Attempts that ended, by the reason they ended.");
   r.Define("taugrid_preemptions_total", T::kCounter, "Attempts preempted by the admission engine, by reason.");
@@ -23,27 +54,9 @@ void DefineMetrics(Registry& r, const std::string& version) {
            Registry::SecondsBuckets());
   r.Define("taugrid_job_progress_stalls_total", T::kCounter,
            "Running jobs whose TAU_METRICS_FILE got no line for longer than the stall time.");
-  r.Define("taugrid_jobs_stalled", T::kGauge, "Running jobs whose progress is stalled now.");
-  r.Define("taugrid_cluster_queue_pending_jobs", T::kGauge, "Jobs waiting in a ClusterQueue.");
-  r.Define("taugrid_cluster_queue_admitted_jobs", T::kGauge, "Jobs admitted (running) in a ClusterQueue.");
-  r.Define("taugrid_local_queue_pending_jobs", T::kGauge, "Jobs waiting in a LocalQueue.");
-  r.Define("taugrid_cluster_queue_nominal_quota", T::kGauge,
-           "Nominal quota of a ClusterQueue per flavor and resource (cores, bytes, GPUs).");
-  r.Define("taugrid_cluster_queue_resource_usage", T::kGauge,
-           "Quota in use in a ClusterQueue per flavor and resource (cores, bytes, GPUs).");
-  r.Define("taugrid_cluster_queue_borrowed", T::kGauge,
-           "Quota a ClusterQueue borrows from its cohort per flavor and resource.");
-  r.Define("taugrid_gpu_health_state", T::kGauge, "1 for the GPU's current health state, 0 for the others.");
   r.Define("taugrid_api_request_duration_seconds", T::kHistogram, "HTTP API requests by route, method and status.",
            Registry::SecondsBuckets());
-  // dcgm-exporter's names and labels, so existing GPU dashboards work.
-  r.Define("DCGM_FI_DEV_GPU_TEMP", T::kGauge, "GPU temperature (in C).");
-  r.Define("DCGM_FI_DEV_POWER_USAGE", T::kGauge, "Power draw (in W).");
-  r.Define("DCGM_FI_DEV_GPU_UTIL", T::kGauge, "GPU utilization (in %).");
-  r.Define("DCGM_FI_DEV_FB_USED", T::kGauge, "Framebuffer memory used (in MiB).");
-  r.Define("DCGM_FI_DEV_FB_FREE", T::kGauge, "Framebuffer memory free (in MiB).");
-  r.Define("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", T::kGauge, "Total number of double-bit volatile ECC errors.");
-  r.Define("DCGM_FI_DEV_XID_ERRORS", T::kGauge, "Value of the last XID error encountered.");
+  for (const StateGauge& g : kStateGauges) r.Define(g.name, T::kGauge, g.help);
 }
 
 void JobManager::Count(const std::string& name, const metrics::Labels& labels, double delta) {
@@ -57,14 +70,7 @@ void JobManager::ObserveSeconds(const std::string& name, const metrics::Labels& 
 void JobManager::CollectMetrics() {
   Registry* r = options_.metrics;
   if (!r) return;
-  for (const char* family : {"taugrid_jobs", "taugrid_jobs_stalled", "taugrid_cluster_queue_pending_jobs", "taugrid_cluster_queue_admitted_jobs",
-                             "taugrid_local_queue_pending_jobs", "taugrid_cluster_queue_nominal_quota",
-                             "taugrid_cluster_queue_resource_usage", "taugrid_cluster_queue_borrowed",
-                             "taugrid_gpu_health_state", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
-                             "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
-                             "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_XID_ERRORS"}) {
-    r->Reset(family);
-  }
+  for (const StateGauge& g : kStateGauges) r->Reset(g.name);
   // Jobs.
   std::map<metrics::Labels, int> jobs;
   const sched::KueueConfig& config = engine_.config();
