@@ -316,7 +316,7 @@ int RunStatus(const std::string& id, const std::string& output) {
                       a["started_at"].is_null() ? "-" : a["started_at"].get<std::string>(),
                       a["finished_at"].is_null() ? "-" : a["finished_at"].get<std::string>()});
     }
-    std::printf("%s", RenderTable({"  #", "STATE", "EXIT", "REASON", "RAN FOR", "RESUMED FROM", "STARTED", "FINISHED"},
+    std::printf("%s", RenderTable({"  #", "STATE", "EXIT", "REASON", "RETRY REASON", "RESUMED FROM", "STARTED", "FINISHED"},
                                   rows, TerminalWidth(stdout)).c_str());
   }
   std::printf("\n%s\n", Styled("Timeline:", Style::kBold, color).c_str());

@@ -89,6 +89,7 @@ json JobToJson(const JobView& v) {
           {"cancel_requested", j.cancel_requested},
           {"held", j.held},
           {"priority_class", j.priority_class},
+          {"log_ranks", v.ranks},
           {"resources",
            {{"workers", v.workers},
             {"gpus", v.gpus},

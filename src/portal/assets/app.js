@@ -91,12 +91,12 @@ async function jobView(id) {
     api(`/jobs/${encodeURIComponent(id)}/evidence`).catch(() => null)]);
   const keys = new Set();
   for (const p of metrics.points) for (const k of Object.keys(p)) if (!["step", "total_steps", "time"].includes(k)) keys.add(k);
-  const ranks = job.resources.workers;
+  const ranks = job.log_ranks;
   main.innerHTML = `<h1>${esc(job.name)} <span class="muted">${esc(job.id)}</span></h1>` +
     `<p id="status">${state(job.state)} ${esc(job.reason)} <span class="muted">${esc(job.message)}</span></p>` +
     `<p><button id="cancel">Cancel</button><button id="resume">Resume</button></p>` +
     `<p>Progress: <span id="progress">${progress(job)}</span></p>` +
-    `<h2>Attempts</h2>` + table(["#", "State", "Reason", "Exit", "Ran for", "Resumed from", "Started", "Finished"],
+    `<h2>Attempts</h2>` + table(["#", "State", "Reason", "Exit", "Retry reason", "Resumed from", "Started", "Finished"],
       job.attempts.map(a => [a.number, state(a.state), esc(a.reason), esc(a.exit_code == null ? "-" : a.exit_code),
         esc(a.retry_reason || "-"), esc(a.resumed_from || "-"), esc(a.started_at || "-"), esc(a.finished_at || "-")])) +
     `<h2>Logs</h2><label>Rank <select id="rank">${["all", ...Array.from({ length: ranks }, (_, i) => i)]
