@@ -2,7 +2,8 @@
 // scripts/install-deps puts into the project's venv (.venv): the job's
 // entrypoint runs Ray tasks on a per-job cluster on 127.0.0.1, its output
 // reaches the job's log, the attempt ends as the driver did, and no Ray
-// process outlives the job. Each test starts a whole Ray cluster, so they
+// process outlives the job; runtime.pip packages reach the driver and the
+// tasks. Each test starts a whole Ray cluster, so they
 // run alone (RUN_SERIAL) and skip, saying why, where Ray is not installed.
 
 #include <gmock/gmock.h>
@@ -146,6 +147,31 @@ TEST_F(RayTest, CancellingStopsTheRayJobAndTheCluster) {
   ASSERT_EQ(Tau({"cancel", id}).exit_code, 0);
   ASSERT_TRUE(WaitLong([&] { return Job(id).value("state", "") == "Cancelled"; })) << Job(id).dump();
   ExpectNothingLeft(id);
+}
+
+TEST_F(RayTest, RuntimePipPackagesReachTheDriverAndTheTasks) {
+  CommandResult probe = RunCommand({"/usr/bin/env", "python3", "-m", "pip", "download", "--no-deps", "-q", "-d",
+                                    (work_ / "probe").string(), "six==1.16.0"});
+  if (probe.exit_code != 0) GTEST_SKIP() << "PyPI is not reachable from here: " << probe.err;
+  // Ray's own environment has another six (a dependency of Ray's): the
+  // job's pin must win in the driver and in the tasks.
+  WriteFile("six_version.py", R"(import sys, ray, six
+ray.init()
+task = ray.get(ray.remote(lambda: (__import__("six").__version__, sys.executable)).remote())
+print("driver:", six.__version__, sys.executable)
+print("task:", task[0], task[1])
+)");
+  std::string spec = WriteSpec("ray.yaml",
+                               "schema_version: 1\nname: ray-pip\nrun:\n  entrypoint: six_version.py\n"
+                               "  workload_kind: rayjob\ncompute:\n  cpus: 1\n  memory: 1Gi\n"
+                               "runtime:\n  pip: [six==1.16.0]\n");
+  CommandResult r = Tau({"run", "-f", spec});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string venvs = (home_ / "venvs").string();
+  EXPECT_THAT(r.out, HasSubstr("tau: building the Python environment for runtime.pip"));
+  EXPECT_THAT(r.out, HasSubstr("driver: 1.16.0 " + venvs));
+  EXPECT_THAT(r.out, HasSubstr("task: 1.16.0 " + venvs));
+  EXPECT_EQ(Job("ray-pip")["state"], "Succeeded");
 }
 
 }  // namespace
