@@ -76,14 +76,19 @@ struct Flags {
 
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
-  // The environment may set the GPU poll interval (tests, and `tau server
-  // start`, which passes no flags); a flag wins.
+  // The environment may set these (tests, and `tau server start`, which
+  // passes no flags); a flag wins.
   if (const char* stall = std::getenv("TAU_PROGRESS_STALL_AFTER")) {
     auto d = ParseDuration(stall);
     if (!d.ok()) Usage("TAU_PROGRESS_STALL_AFTER is a duration (e.g. 10m)");
     f.progress_stall_after = *d;
   }
   if (const char* ray = std::getenv("TAU_RAY")) f.ray_program = ray;
+  if (const char* scan = std::getenv("TAU_CHECKPOINT_SCAN_INTERVAL")) {
+    auto d = ParseDuration(scan);
+    if (!d.ok() || d->count() < 1000) Usage("TAU_CHECKPOINT_SCAN_INTERVAL is a duration of at least 1s (e.g. 30s)");
+    f.checkpoint_scan_interval = *d;
+  }
   if (const char* poll = std::getenv("TAU_GPU_POLL_INTERVAL")) {
     auto d = ParseDuration(poll);
     if (!d.ok() || d->count() < 100) Usage("TAU_GPU_POLL_INTERVAL is a duration of at least 100ms (e.g. 15s)");
@@ -374,12 +379,6 @@ int Main(int argc, char** argv) {
   std::function<void()> scan_checkpoints = [&] {
     jobs.RefreshRunningCheckpoints();
     loop.PostAfter(flags.checkpoint_scan_interval, scan_checkpoints);
-  // Progress of running jobs, from their TAU_METRICS_FILE.
-  std::function<void()> follow_progress = [&] {
-    jobs.RefreshProgress();
-    loop.PostAfter(std::chrono::seconds(2), follow_progress);
-  };
-  loop.PostAfter(std::chrono::seconds(2), follow_progress);
   };
   loop.PostAfter(flags.checkpoint_scan_interval, scan_checkpoints);
   // Progress of running jobs, from their TAU_METRICS_FILE.

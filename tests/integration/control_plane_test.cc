@@ -2,6 +2,7 @@
 // CLI, with real processes and a fresh TAU_HOME per test.
 
 #include <gmock/gmock.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -37,6 +38,27 @@ TEST_F(ControlPlaneTest, RunFollowStreamsOutputAndExitsZero) {
                             "attempts", "created_at", "started_at", "finished_at"}) {
     EXPECT_TRUE(job.contains(field)) << field;
   }
+}
+
+// The daemon's periodic work (checkpoint scans, following progress) keeps
+// rescheduling itself; many rounds of it pass while a job runs, and the
+// same daemon is there at the end.
+class PeriodicWorkTest : public DaemonTest {
+ protected:
+  void BeforeStart() override { extra_env_["TAU_CHECKPOINT_SCAN_INTERVAL"] = "1s"; }
+};
+
+TEST_F(PeriodicWorkTest, TheDaemonOutlivesManyRoundsOfItsPeriodicWork) {
+  const int64_t pid = DaemonPid();
+  std::string spec = WriteSpec("slow.yaml",
+      "schema_version: 1\nname: slow\nrun:\n  entrypoint: 'sleep 7; echo done'\n  launcher: command\n"
+      "compute:\n  cpus: 100m\n");
+  CommandResult r = Tau({"run", "-f", spec});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("done"));
+  EXPECT_EQ(Job("slow")["state"], "Succeeded");
+  EXPECT_EQ(DaemonPid(), pid);
+  EXPECT_EQ(::kill(static_cast<pid_t>(pid), 0), 0) << "taugridd is gone";
 }
 
 TEST_F(ControlPlaneTest, ExitCodesAndSignalsReachTheCaller) {
