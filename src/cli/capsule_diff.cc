@@ -103,6 +103,10 @@ std::vector<std::string> DiffCapsules(const json& a, const json& b) {
     python.push_back(fmt::format("  ~ python3: {} -> {}", At(At(a, "host"), "python3").dump(),
                                  At(At(b, "host"), "python3").dump()));
   }
+  if (At(At(a, "ray"), "version") != At(At(b, "ray"), "version")) {
+    python.push_back(fmt::format("  ~ ray: {} -> {}", At(At(a, "ray"), "version").dump(),
+                                 At(At(b, "ray"), "version").dump()));
+  }
   std::set<std::string> pa, pb;
   for (const json& p : At(a, "pip_freeze")) pa.insert(p.get<std::string>());
   for (const json& p : At(b, "pip_freeze")) pb.insert(p.get<std::string>());

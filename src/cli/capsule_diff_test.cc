@@ -40,5 +40,13 @@ TEST(CapsuleDiffTest, EachSectionNamesWhatChanged) {
   EXPECT_EQ(DiffCapsules(Capsule(), b), expected);
 }
 
+TEST(CapsuleDiffTest, ARayJobsRayVersionIsComparedWithItsPython) {
+  json a = Capsule(), b = Capsule();
+  a["ray"] = {{"version", "2.59.0"}, {"python", "3.11.2"}};
+  b["ray"] = {{"version", "2.60.0"}, {"python", "3.11.2"}};
+  EXPECT_EQ(DiffCapsules(a, b), (std::vector<std::string>{"python:", "  ~ ray: \"2.59.0\" -> \"2.60.0\""}));
+  EXPECT_TRUE(DiffCapsules(b, b).empty());
+}
+
 }  // namespace
 }  // namespace tau::cli

@@ -139,6 +139,8 @@ std::string AssembleCapsule(const CapsuleInputs& in, bool complete) {
   capsule["attempts"] = attempts;
   capsule["checkpoints"] = checkpoints;
   capsule["pip_freeze"] = in.pip_freeze.empty() ? json(nullptr) : json(in.pip_freeze);
+  json ray = json::parse(in.ray_json, nullptr, false);
+  capsule["ray"] = ray.is_object() ? ray : json(nullptr);
   capsule["outcome"] = {{"state", store::JobStateName(in.job.state)},
                         {"reason", in.job.reason},
                         {"message", in.job.message},

@@ -42,6 +42,9 @@ struct CapsuleInputs {
   std::map<int64_t, std::vector<std::string>> log_files;
   bool digest_logs = true;  // false: sizes only (a live view)
   std::vector<std::string> pip_freeze;  // empty: no venv was built
+  // A local rayjob's last attempt: the Ray it ran on (LocalRaySetup's
+  // info file, JSON text); "" otherwise.
+  std::string ray_json;
 };
 
 // The whole capsule (the submit part with the attempts, checkpoints,

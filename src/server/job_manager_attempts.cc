@@ -80,6 +80,7 @@ AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt, int 
     setup.logs_dir = (home_.attempt_dir(id, attempt) / "ray-logs").string();
     setup.submission_id = fmt::format("{}-{}", id, attempt);
     setup.entrypoint = spec::BuildRayEntrypoint(spec);
+    setup.info_file = (home_.attempt_dir(id, attempt) / "ray.json").string();
     s.argv = LocalRayCommand(setup);
   } else {
     spec::Rendezvous rendezvous{std::to_string(workers), std::to_string(rank), "127.0.0.1", std::to_string(port)};

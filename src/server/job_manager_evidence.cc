@@ -111,21 +111,36 @@ void JobManager::SealEvidence(Job& job) {
   CapsuleInputs in = Gather(home_, options_, job.rec, job.attempts, job.spec,
                             events.ok() ? std::move(*events) : std::vector<store::EventRecord>{},
                             submit.ok() ? *submit : "");
-  fs::path venv_marker;
+  fs::path venv_marker, ray_info;
   if (!job.spec.runtime.pip.empty() && job.rec.attempt > 0) {
     venv_marker = home_.attempt_dir(job.rec.id, job.rec.attempt) / "requirements.txt.venv";
   }
-  RunInBackground([this, id = job.rec.id, in = std::move(in), venv_marker]() mutable -> std::function<void()> {
+  if (job.spec.run.workload_kind == spec::WorkloadKind::kRayJob && job.rec.attempt > 0) {
+    ray_info = home_.attempt_dir(job.rec.id, job.rec.attempt) / "ray.json";
+  }
+  RunInBackground([this, id = job.rec.id, in = std::move(in), venv_marker,
+                   ray_info]() mutable -> std::function<void()> {
+    // The Python environment the last attempt ran in: its runtime.pip
+    // environment, else for a local rayjob the one Ray runs in.
+    std::string python;
+    if (!ray_info.empty()) {
+      auto info = ReadFile(ray_info);
+      if (info.ok()) {
+        in.ray_json = *info;
+        auto parsed = nlohmann::json::parse(*info, nullptr, false);
+        if (parsed.is_object()) python = parsed.value("python_executable", "");
+      }
+    }
     if (!venv_marker.empty()) {
       auto venv = ReadFile(venv_marker);
-      if (venv.ok()) {
-        std::string python = (fs::path(std::string(Split(*venv, '\n').front())) / "bin" / "python").string();
-        // -I: a pip.py in the daemon's folder must not stand in for pip.
-        auto freeze = RunCapture({python, "-I", "-m", "pip", "freeze", "--disable-pip-version-check"});
-        if (freeze.ok() && freeze->exit_code == 0) {
-          for (const auto& line : Split(freeze->out, '\n')) {
-            if (!line.empty()) in.pip_freeze.emplace_back(line);
-          }
+      if (venv.ok()) python = (fs::path(std::string(Split(*venv, '\n').front())) / "bin" / "python").string();
+    }
+    if (!python.empty()) {
+      // -I: a pip.py in the daemon's folder must not stand in for pip.
+      auto freeze = RunCapture({python, "-I", "-m", "pip", "freeze", "--disable-pip-version-check"});
+      if (freeze.ok() && freeze->exit_code == 0) {
+        for (const auto& line : Split(freeze->out, '\n')) {
+          if (!line.empty()) in.pip_freeze.emplace_back(line);
         }
       }
     }

@@ -15,7 +15,7 @@ namespace {
 // Runs on the Python that has Ray (its SDK is Python only).
 constexpr char kScript[] = R"py("""TauGrid's local Ray cluster for one attempt of a rayjob (docs/execution.md).
 
-  python3 -c SCRIPT TEMP_DIR NODES CPUS GPUS MEMORY LOGS_DIR SUBMISSION_ID ENTRYPOINT
+  python3 -c SCRIPT TEMP_DIR NODES CPUS GPUS MEMORY LOGS_DIR SUBMISSION_ID ENTRYPOINT INFO_FILE
 
 Starts a Ray head that offers no CPUs or GPUs (it only coordinates, as on
 KubeRay), then NODES worker nodes of CPUS, GPUS and MEMORY bytes each, one
@@ -23,7 +23,8 @@ after the other, all with --node-ip-address 127.0.0.1, free ports and a
 token of their own (RAY_AUTH_MODE=token); submits ENTRYPOINT as the Ray job
 SUBMISSION_ID; copies its log to stdout until it ends; stops every process
 below this one (SIGTERM, SIGKILL after 3 s); keeps Ray's logs in LOGS_DIR
-and removes TEMP_DIR. Exits 0 when the Ray job succeeded, else with the
+and removes TEMP_DIR. INFO_FILE gets, first, the Ray and Python it runs on
+(JSON, for the job's evidence). Exits 0 when the Ray job succeeded, else with the
 driver's exit code (1 when Ray gives none), or 143 when stopped by SIGTERM.
 """
 
@@ -171,6 +172,7 @@ class Cluster:
     def wait_nodes(self, count, deadline):
         """Waits until `count` nodes are alive (the head counts)."""
         from ray.util.state import list_nodes
+        why = "no answer yet"
         while True:
             self.check_alive()
             try:
@@ -178,10 +180,11 @@ class Cluster:
                                    raise_on_missing_output=False, timeout=5)
                 if len(alive) >= count:
                     return
-            except Exception:  # the dashboard is not up yet
-                pass
+                why = f"{len(alive)} of {count} nodes alive"
+            except Exception as e:  # the dashboard is not up yet
+                why = str(e).split("\n")[0]
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the Ray cluster was not up after {START_TIMEOUT_S:.0f} s")
+                raise RuntimeError(f"the Ray cluster was not up after {START_TIMEOUT_S:.0f} s ({why})")
             time.sleep(0.5)
 
 
@@ -213,8 +216,25 @@ def follow(client, submission_id):
     asyncio.run(copy())
 
 
+def write_info(path):
+    # From the package's metadata: importing ray here would fix its view of
+    # RAY_AUTH_MODE before Cluster sets it.
+    import importlib.metadata
+    import json
+    import platform
+    with open(path + ".tmp", "w") as f:
+        json.dump({"version": importlib.metadata.version("ray"), "python": platform.python_version(),
+                   "python_executable": sys.executable}, f)
+    os.replace(path + ".tmp", path)
+
+
 def main():
-    temp_dir, nodes, cpus, gpus, memory, logs_dest, submission_id, entrypoint = sys.argv[1:9]
+    temp_dir, nodes, cpus, gpus, memory, logs_dest, submission_id, entrypoint, info_file = sys.argv[1:10]
+    try:
+        write_info(info_file)
+    except Exception as e:  # a broken install: say so rather than a traceback
+        say(f"Ray is not installed for {sys.executable}: {e}")
+        sys.exit(1)
     os.makedirs(temp_dir, exist_ok=True)
     become_subreaper()
     cluster = Cluster(temp_dir, int(nodes), int(cpus), int(gpus), int(memory))
@@ -295,7 +315,8 @@ std::vector<std::string> LocalRayCommand(const LocalRaySetup& s) {
           std::to_string(s.memory_per_node),
           s.logs_dir,
           s.submission_id,
-          s.entrypoint};
+          s.entrypoint,
+          s.info_file};
 }
 
 int AttemptRanks(const spec::JobSpec& spec) {

@@ -28,6 +28,9 @@ struct LocalRaySetup {
   std::string logs_dir;       // where Ray's own logs are kept afterwards
   std::string submission_id;  // the Ray job's id
   std::string entrypoint;     // one shell line (spec::BuildRayEntrypoint)
+  // Written before the cluster starts: {"version", "python",
+  // "python_executable"} of the Ray it runs on, for the evidence.
+  std::string info_file;
 };
 
 // The attempt's command: PYTHON -c SCRIPT ARGS...

@@ -84,13 +84,14 @@ TEST_F(LocalRayTest, OneProcessRunsTheWholeClusterOnRaysPython) {
   const std::string id = (*view)->job.id;
   ASSERT_EQ(runner.starts.size(), 1u) << "one rank: the cluster";
   const AttemptStart& start = runner.starts[0];
-  ASSERT_GE(start.argv.size(), 11u);
+  ASSERT_GE(start.argv.size(), 12u);
   EXPECT_EQ(start.argv[0], python_);
   EXPECT_EQ(start.argv[1], "-c");
   EXPECT_EQ(std::vector<std::string>(start.argv.begin() + 3, start.argv.end()),
             (std::vector<std::string>{"/tmp/tau-ray-" + id + "-1", "2", "1", "0", "268435456",
                                       home().attempt_dir(id, 1).string() + "/ray-logs", id + "-1",
-                                      "python3 train.py --epochs 2"}));
+                                      "python3 train.py --epochs 2",
+                                      home().attempt_dir(id, 1).string() + "/ray.json"}));
   EXPECT_THAT(start.env, Contains("TAU_JOB_ID=" + id));
   EXPECT_FALSE(HasPrefix(start.env, "MASTER_ADDR=")) << "Ray does its own rendezvous";
   EXPECT_EQ(start.rlimit_data, 0) << "a per-process limit would not hold a cluster";

@@ -121,6 +121,13 @@ TEST_F(RayTest, ARayJobRunsItsTasksOnALocalClusterAndLeavesNothingBehind) {
   ExpectNothingLeft(id);
   // Ray's own logs are kept with the attempt.
   EXPECT_TRUE(fs::exists(home_ / "jobs" / id / "attempts" / "1" / "ray-logs" / "gcs_server.out"));
+  // The evidence names the Ray it ran on and what its environment held.
+  ASSERT_TRUE(WaitUntil([&] { return Job(id)["evidence"].is_string(); }));
+  nlohmann::json capsule = nlohmann::json::parse(Tau({"evidence", id, "-o", "json"}).out, nullptr, false);
+  ASSERT_TRUE(capsule.is_object());
+  EXPECT_EQ(capsule["ray"]["version"], "2.60.0");
+  EXPECT_EQ(capsule["ray"]["python_executable"], TAU_SOURCE_DIR "/.venv/bin/python3");
+  EXPECT_THAT(capsule["pip_freeze"].dump(), HasSubstr("ray==2.60.0"));
 }
 
 TEST_F(RayTest, TheAttemptEndsWithTheDriversExitCode) {
