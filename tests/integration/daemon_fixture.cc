@@ -119,6 +119,12 @@ std::string DaemonTest::ApiUrl() {
   return j.is_object() ? j.value("url", "") : "";
 }
 
+std::string DaemonTest::PyPiUnreachable() {
+  CommandResult probe = RunCommand({"/usr/bin/env", "python3", "-m", "pip", "download", "--no-deps", "-q", "-d",
+                                    (work_ / "probe").string(), "six==1.16.0"});
+  return probe.exit_code == 0 ? "" : "PyPI is not reachable from here: " + probe.err;
+}
+
 bool DaemonTest::WaitForDaemonGone() {
   return WaitUntil([&] {  // its lock is released when it dies
     int fd = ::open((home_ / "taugridd.lock").c_str(), O_RDWR | O_CLOEXEC);

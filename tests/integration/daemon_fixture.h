@@ -43,6 +43,9 @@ class DaemonTest : public ::testing::Test {
   std::string ApiUrl();
   // Waits until no taugridd holds this TAU_HOME (after it was killed).
   bool WaitForDaemonGone();
+  // "" when pip can download six==1.16.0 (the package runtime.pip tests
+  // install), else why not: tests that need PyPI skip with it.
+  std::string PyPiUnreachable();
   std::map<std::string, std::string> Env() const;
 
   std::filesystem::path home_;
