@@ -215,8 +215,6 @@ void JobManager::StartAttempt(Job& job) {
   const int workers = AttemptRanks(job.spec);
   const int port = FreeLoopbackPort();
   const RankShare share = AttemptRankShare(job.spec);
-  const int64_t cpus_milli = share.cpus_milli;
-  const int64_t memory_bytes = share.memory_bytes;
   job.ranks.assign(static_cast<size_t>(workers), Job::Rank{});
   job.first_failure.reset();
   job.peak_rss_kb = 0;
@@ -227,14 +225,14 @@ void JobManager::StartAttempt(Job& job) {
     if (options_.cgroups) {
       std::string name = fmt::format("{}-{}-{}", job.rec.id, number, r);
       job.ranks[static_cast<size_t>(r)].cgroup = name;
-      auto leaf = options_.cgroups->CreateLeaf(name, {cpus_milli, memory_bytes, exec::CgroupLimits{}.pids});
+      auto leaf = options_.cgroups->CreateLeaf(name, {share.cpus_milli, share.memory_bytes, exec::CgroupLimits{}.pids});
       if (leaf.ok()) start.cgroup_dir = *leaf;
       else shim = leaf.error().WithContext("setting the attempt's cgroup limits");
     }
     if (!options_.cgroups && !cpu_load_.empty()) {
       // Without cgroups: pin to the least loaded CPUs and cap the data size.
       Job::Rank& rank = job.ranks[static_cast<size_t>(r)];
-      const int64_t milli = cpus_milli;
+      const int64_t milli = share.cpus_milli;
       const size_t want = std::min(cpu_load_.size(), static_cast<size_t>(std::max<int64_t>(1, (milli + 999) / 1000)));
       std::vector<int> order(cpu_load_.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
@@ -247,7 +245,7 @@ void JobManager::StartAttempt(Job& job) {
       start.cpu_list = CpuList(rank);
       // Per process, so not for a Ray cluster's many (its memory is held
       // only by a cgroup).
-      if (!ray) start.rlimit_data = memory_bytes;
+      if (!ray) start.rlimit_data = share.memory_bytes;
     }
     if (!options_.cgroups || !start.cgroup_dir.empty()) shim = runner_->Start(start);
     if (!shim.ok()) {
