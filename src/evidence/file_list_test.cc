@@ -1,6 +1,7 @@
 #include "evidence/file_list.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -28,6 +29,39 @@ TEST(FileListTest, ListsRegularFilesSortedWithTheirDigests) {
   EXPECT_EQ((*files)[1].path, "sub/a.txt");
   EXPECT_TRUE(ListFileDigests(root / "absent")->empty());
   fs::remove_all(root);
+}
+
+TEST(FileListTest, LinksFifosAndLinkedRootsAreNeitherListedNorFollowed) {
+  fs::path root = fs::temp_directory_path() / ("tau-files-links-" + std::to_string(::getpid()));
+  fs::path outside = root.string() + "-outside";
+  fs::remove_all(root);
+  fs::remove_all(outside);
+  fs::create_directories(root / "out");
+  fs::create_directories(outside);
+  std::ofstream(outside / "shadow") << "secret";
+  std::ofstream(root / "out" / "model.txt") << "w";
+  fs::create_directory_symlink(outside, root / "out" / "etcdir");
+  fs::create_symlink(outside / "shadow", root / "out" / "shadow");
+  ASSERT_EQ(::mkfifo((root / "out" / "pipe").c_str(), 0600), 0);
+  auto files = ListFileDigests(root / "out");
+  ASSERT_TRUE(files.ok()) << files.error().ToString();
+  ASSERT_EQ(files->size(), 1u);
+  EXPECT_EQ((*files)[0].path, "model.txt");
+
+  // The listed folder itself replaced by a link to elsewhere.
+  fs::create_directory_symlink(outside, root / "linked");
+  auto linked = ListFileDigests(root / "linked");
+  ASSERT_FALSE(linked.ok());
+  EXPECT_EQ(linked.error().code(), StatusCode::kPermissionDenied);
+
+  auto via_link = FileSha256Hex(root / "out" / "shadow");
+  ASSERT_FALSE(via_link.ok());
+  EXPECT_EQ(via_link.error().code(), StatusCode::kPermissionDenied);
+  auto fifo = FileSha256Hex(root / "out" / "pipe");  // refused, not blocked on
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_EQ(fifo.error().code(), StatusCode::kPermissionDenied);
+  fs::remove_all(root);
+  fs::remove_all(outside);
 }
 
 TEST(FileListTest, SecretNamesAreRecognisedInAnyCase) {

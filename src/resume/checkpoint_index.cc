@@ -6,6 +6,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "common/beneath.h"
 #include "common/digest.h"
 #include "evidence/file_list.h"
 
@@ -41,8 +42,11 @@ FolderScan ScanFolder(const fs::path& dir) {
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     std::error_code e;
+    // Links are not part of a checkpoint and are never followed.
+    const fs::file_status st = it->symlink_status(e);
+    if (e || fs::is_symlink(st)) continue;
     scan.newest_ms = std::max(scan.newest_ms, MtimeMs(it->path(), e));
-    if (it->is_regular_file(e)) {
+    if (fs::is_regular_file(st)) {
       scan.files.push_back(fs::relative(it->path(), dir, e).generic_string());
       scan.size += static_cast<int64_t>(it->file_size(e));
     }
@@ -51,16 +55,19 @@ FolderScan ScanFolder(const fs::path& dir) {
   return scan;
 }
 
-Result<std::string> Digest(const fs::path& path, bool folder) {
+// The digest of checkpoint `name` in `dir`: its bytes, or for a folder
+// the "path<TAB>sha256" lines of its regular files. Opened beneath `dir`
+// without following links (common/beneath.h).
+Result<std::string> Digest(const fs::path& dir, const std::string& name, bool folder) {
   if (!folder) {
-    TAU_ASSIGN_OR_RETURN(std::string hex, evidence::FileSha256Hex(path));
+    TAU_ASSIGN_OR_RETURN(UniqueFd fd, OpenBeneath(dir, name, BeneathKind::kRegularFile));
+    TAU_ASSIGN_OR_RETURN(std::string hex, evidence::FdSha256Hex(fd.get()));
     return "sha256:" + hex;
   }
+  TAU_ASSIGN_OR_RETURN(UniqueFd fd, OpenBeneath(dir, name, BeneathKind::kDirectory));
+  TAU_ASSIGN_OR_RETURN(std::vector<evidence::FileDigest> files, evidence::ListFileDigestsAt(fd.get()));
   Sha256 lines;
-  for (const std::string& rel : ScanFolder(path).files) {
-    TAU_ASSIGN_OR_RETURN(std::string hex, evidence::FileSha256Hex(path / rel));
-    lines.Update(rel + "\t" + hex + "\n");
-  }
+  for (const evidence::FileDigest& f : files) lines.Update(f.path + "\t" + f.sha256 + "\n");
   return "sha256:" + lines.FinalHex();
 }
 
@@ -91,20 +98,22 @@ Result<std::vector<Checkpoint>> ListCheckpoints(const fs::path& dir) {
     std::error_code e;
     Entry entry;
     entry.cp.name = name;
-    if (it->is_directory(e)) {
+    // Symbolic links are not checkpoints: they are neither followed nor listed.
+    const fs::file_status st = it->symlink_status(e);
+    if (fs::is_directory(st)) {
       entry.cp.folder = true;
       fs::path marker = it->path() / kMarker;
       std::error_code absent;  // no marker is not an error
-      entry.has_marker = fs::is_regular_file(marker, absent);
+      entry.has_marker = fs::is_regular_file(fs::symlink_status(marker, absent));
       FolderScan scan = ScanFolder(it->path());
       entry.cp.size_bytes = scan.size;
       entry.cp.completed_at_ms = entry.has_marker ? MtimeMs(marker, absent) : scan.newest_ms;
       markers = markers || entry.has_marker;
-    } else if (it->is_regular_file(e)) {
+    } else if (fs::is_regular_file(st)) {
       entry.cp.size_bytes = static_cast<int64_t>(it->file_size(e));
       entry.cp.completed_at_ms = MtimeMs(it->path(), e);
     } else {
-      continue;  // sockets, dangling links: not checkpoints
+      continue;  // links, sockets, fifos: not checkpoints
     }
     if (e) continue;  // it went away while we looked
     entries.push_back(std::move(entry));
@@ -128,7 +137,7 @@ Result<std::vector<Checkpoint>> IndexCheckpoints(const fs::path& dir, const std:
       }
     }
     if (!cp.digest.empty()) continue;
-    auto digest = Digest(dir / cp.name, cp.folder);
+    auto digest = Digest(dir, cp.name, cp.folder);
     // Deleted or replaced meanwhile: the next index sees what is there then.
     if (digest.ok()) cp.digest = *digest;
   }

@@ -107,6 +107,22 @@ TEST_F(CheckpointIndexTest, DigestsFilesAndFoldersAndReusesKnownOnes) {
   EXPECT_EQ((*again)[1].digest, "sha256:remembered");
 }
 
+TEST_F(CheckpointIndexTest, LinksAreNeitherListedNorFollowed) {
+  const fs::path outside = dir_.string() + "-outside";
+  fs::create_directories(outside / "etc");
+  std::ofstream(outside / "etc" / "shadow") << "secret";
+  Write("real/x", "1", 20);
+  fs::create_directory_symlink(outside / "etc", dir_ / "linked-folder");
+  fs::create_symlink(outside / "etc" / "shadow", dir_ / "linked-file.pt");
+  fs::create_symlink(outside / "etc" / "shadow", dir_ / "real" / "inner-link");
+  auto index = IndexCheckpoints(dir_, {});
+  fs::remove_all(outside);
+  ASSERT_TRUE(index.ok()) << index.error().ToString();
+  EXPECT_EQ(Names(*index), (std::vector<std::string>{"real"}));
+  EXPECT_EQ((*index)[0].size_bytes, 1);
+  EXPECT_EQ((*index)[0].digest, "sha256:" + Sha256Hex("x\t" + Sha256Hex("1") + "\n"));
+}
+
 TEST_F(CheckpointIndexTest, PruneKeepsTheNewestAndTheProtected) {
   for (int i = 1; i <= 5; ++i) Write("step-" + std::to_string(i), "x", i * 10);
   auto index = ListCheckpoints(dir_);
