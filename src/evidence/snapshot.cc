@@ -15,6 +15,7 @@
 #include "common/digest.h"
 #include "evidence/gitignore.h"
 #include "evidence/path_match.h"
+#include "evidence/tar_stream.h"
 
 namespace tau::evidence {
 namespace fs = std::filesystem;
@@ -24,31 +25,9 @@ namespace {
 constexpr size_t kBlock = 512;
 constexpr int64_t kMaxUnpackedBytes = int64_t{1} << 30;
 
-void PutOctal(char* field, size_t width, uint64_t value) {
-  std::string digits = fmt::format("{:0{}o}", value, width - 1);
-  std::memcpy(field, digits.data(), std::min(digits.size(), width - 1));
-}
-
 std::string Header(const std::string& name, char type, uint64_t mode, uint64_t size,
                    const std::string& link) {
-  std::string h(kBlock, '\0');
-  std::memcpy(&h[0], name.data(), std::min<size_t>(name.size(), 100));
-  PutOctal(&h[100], 8, mode);
-  PutOctal(&h[108], 8, 0);
-  PutOctal(&h[116], 8, 0);
-  PutOctal(&h[124], 12, size);
-  PutOctal(&h[136], 12, 0);
-  std::memset(&h[148], ' ', 8);
-  h[156] = type;
-  std::memcpy(&h[157], link.data(), std::min<size_t>(link.size(), 100));
-  std::memcpy(&h[257], "ustar\0" "00", 8);
-  unsigned sum = 0;
-  for (unsigned char c : h) sum += c;
-  std::string chk = fmt::format("{:06o}", sum);
-  std::memcpy(&h[148], chk.data(), 6);
-  h[154] = '\0';
-  h[155] = ' ';
-  return h;
+  return TarHeader(name, type, mode, size, link);
 }
 
 void Pad(std::string* out) { out->append((kBlock - out->size() % kBlock) % kBlock, '\0'); }
