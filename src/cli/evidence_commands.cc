@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/capsule_diff.h"
@@ -23,23 +22,62 @@ using nlohmann::json;
 
 namespace {
 
-// Streams GET `path` into `dest` through a temporary file renamed at the
-// end, so a failed download leaves nothing half-written.
+// Writes all of `data` to `fd`.
+bool WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Streams GET `path` into `dest`, writing each piece as it arrives. The
+// bytes go to an unnamed file in dest's folder (O_TMPFILE) that is linked
+// in and renamed over `dest` only once complete and synced, so a failed or
+// killed download leaves nothing behind. Where the file system has no
+// O_TMPFILE, a named "DEST.tau-partial-PID" file is used and removed on
+// failure.
 Status Download(ApiClient& client, const std::string& path, const fs::path& dest) {
-  fs::path tmp = dest.string() + ".tau-partial";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) return ErrnoError(errno, fmt::format("cannot write {}", tmp.string()));
+  const fs::path dir = dest.has_parent_path() ? dest.parent_path() : fs::path(".");
+  const fs::path partial = dest.string() + fmt::format(".tau-partial-{}", ::getpid());
+  bool named = false;
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    named = true;
+  }
+  if (fd < 0) return ErrnoError(errno, fmt::format("cannot write {}", dest.string()));
+  int write_errno = 0;
   Status st = client.Stream(path, [&](std::string_view data) {
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    return static_cast<bool>(out);
+    if (WriteAll(fd, data)) return true;
+    write_errno = errno;
+    return false;
   });
-  out.close();
-  if (st.ok() && !out) st = ErrnoError(errno, fmt::format("cannot write {}", tmp.string()));
-  std::error_code ec;
-  if (st.ok()) fs::rename(tmp, dest, ec);
-  if (st.ok() && ec) st = ErrnoError(ec.value(), fmt::format("cannot write {}", dest.string()));
-  if (!st.ok()) fs::remove(tmp, ec);
+  if (st.ok() && write_errno != 0) st = ErrnoError(write_errno, fmt::format("cannot write {}", dest.string()));
+  if (st.ok() && ::fsync(fd) != 0) st = ErrnoError(errno, fmt::format("cannot write {}", dest.string()));
+  if (st.ok() && !named) {
+    const std::string self = fmt::format("/proc/self/fd/{}", fd);
+    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, partial.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      st = ErrnoError(errno, fmt::format("cannot write {}", dest.string()));
+    } else {
+      named = true;
+    }
+  }
+  ::close(fd);
+  if (st.ok() && ::rename(partial.c_str(), dest.c_str()) != 0) st = ErrnoError(errno, fmt::format("cannot write {}", dest.string()));
+  if (!st.ok() && named) ::unlink(partial.c_str());
   return st;
+}
+
+// A path the server listed is used under DEST only when it stays there.
+bool SafeListedPath(const std::string& p) {
+  if (p.empty() || p.front() == '/') return false;
+  for (const auto& part : fs::path(p)) {
+    if (part == ".." || part == ".") return false;
+  }
+  return true;
 }
 
 Result<json> Capsule(ApiClient& client, const std::string& job) {
@@ -141,6 +179,10 @@ int RunCopy(const std::string& source, const std::string& dest) {
   std::vector<std::string> picked;
   for (const json& f : (*reply)["files"]) {
     std::string p = f.value("path", "");
+    if (!SafeListedPath(p)) {
+      std::fprintf(stderr, "tau: cp: the server listed an unsafe output path \"%s\"; it is skipped\n", p.c_str());
+      continue;
+    }
     if (path.empty() || p == path || p.rfind(path + "/", 0) == 0) picked.push_back(p);
   }
   if (picked.empty()) {

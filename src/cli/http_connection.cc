@@ -180,9 +180,16 @@ Result<HttpConnection::Response> HttpConnection::Receive(const std::function<boo
       if (last) break;
     }
   } else if (length >= 0) {
-    while (static_cast<int64_t>(buffer_.size()) < length) TAU_RETURN_IF_ERROR(Fill(read_timeout_ms));
-    stopped = !deliver(std::string_view(buffer_).substr(0, static_cast<size_t>(length)));
-    buffer_.erase(0, static_cast<size_t>(length));
+    // Handed over as it arrives: a body of any size takes one read's worth
+    // of memory when streamed.
+    int64_t left = length;
+    while (left > 0 && !stopped) {
+      if (buffer_.empty()) TAU_RETURN_IF_ERROR(Fill(read_timeout_ms));
+      size_t part = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(buffer_.size())));
+      stopped = !deliver(std::string_view(buffer_).substr(0, part));
+      buffer_.erase(0, part);
+      left -= static_cast<int64_t>(part);
+    }
   } else {
     close_after = true;
     while (Fill(read_timeout_ms).ok()) {}

@@ -14,6 +14,7 @@
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
 #include "cli/spec_commands.h"
+#include "common/strings.h"
 
 namespace tau::cli {
 namespace {
@@ -73,7 +74,9 @@ int Main(int argc, char** argv) {
   version_cmd->callback([&] { exit_code = RunVersion(version_output); });
 
   std::string command_line;
-  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+  // Quoted as sh would need it, so the record splits back into the same
+  // words (and a secret value with spaces is redacted whole).
+  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + ShellQuote(argv[i]);
 
   RunOptions run;
   run.command_line = command_line;

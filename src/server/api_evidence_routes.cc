@@ -2,14 +2,19 @@
 // the files a job wrote to TAU_OUTPUT_DIR.
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <deque>
 #include <filesystem>
-#include <fstream>
+#include <functional>
+#include <memory>
 
+#include "common/beneath.h"
+#include "common/log.h"
 #include "evidence/file_list.h"
-#include "evidence/snapshot.h"
+#include "evidence/tar_stream.h"
 #include "server/api_http.h"
 
 #include <httplib.h>
@@ -29,42 +34,78 @@ std::shared_ptr<const JobView> FindJob(const ApiContext& ctx, const std::string&
   return job;
 }
 
-// A relative path inside the outputs folder: no "..", not absolute.
-Result<fs::path> OutputPath(const fs::path& root, const std::string& relative) {
-  fs::path rel = fs::path(relative).lexically_normal();
-  if (relative.empty() || rel.is_absolute() || rel.empty() || *rel.begin() == "..") {
-    return InvalidArgumentError(fmt::format("\"{}\" is not a path inside the job's outputs", relative));
-  }
-  return root / rel;
+constexpr size_t kFileChunk = size_t{1} << 20;
+
+// The job's outputs folder, opened beneath TAU_HOME without following links.
+Result<UniqueFd> OpenOutputs(const ApiContext& ctx, const std::string& id) {
+  return OpenPathBeneath(ctx.home.root(), ctx.home.output_dir(id), BeneathKind::kDirectory);
 }
 
-// Stages the bundle's files in `dir`: capsule.json, the logs of every
-// attempt and rank, the metrics file and the checkpoint index (checkpoints
-// themselves by reference).
-Status StageBundle(const ApiContext& ctx, const JobView& job, const std::string& capsule, const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir / "logs", ec);
-  if (ec) return ErrnoError(ec.value(), "creating the bundle's folder");
-  std::ofstream(dir / "capsule.json") << capsule;
-  for (const auto& a : job.attempts) {
-    for (int64_t r = 0; r < job.ranks; ++r) {
-      fs::path log = ctx.home.log_file(job.job.id, a.number, static_cast<int>(r));
-      if (!fs::exists(log, ec)) continue;
-      fs::path to = dir / "logs" / fmt::format("attempt-{}-rank-{}.log", a.number, r);
-      fs::create_hard_link(log, to, ec);
-      if (ec) fs::copy_file(log, to, ec);
-      if (ec) return ErrnoError(ec.value(), fmt::format("copying {}", log.string()));
-    }
+// One file of the evidence bundle: bytes in memory, or `size` bytes of an
+// open file (a log grows while the job runs: its size when opened is sent).
+struct BundlePart {
+  std::string name;
+  std::string bytes;
+  UniqueFd fd;
+  int64_t size = -1;
+};
+
+// A file of the job's folder for the bundle, opened beneath TAU_HOME
+// without following links. Missing: left out; refused (a link, a fifo):
+// left out and logged.
+void AddFilePart(const ApiContext& ctx, const std::string& job_id, const fs::path& path, std::string name,
+                 std::vector<BundlePart>* parts) {
+  auto fd = OpenPathBeneath(ctx.home.root(), path);
+  struct stat st;
+  if (fd.ok() && ::fstat(fd->get(), &st) == 0) {
+    parts->push_back({std::move(name), "", std::move(*fd), static_cast<int64_t>(st.st_size)});
+    return;
   }
-  fs::path metrics = ctx.home.metrics_file(job.job.id);
-  if (fs::exists(metrics, ec)) fs::copy_file(metrics, dir / "metrics.jsonl", ec);
+  if (!fd.ok() && fd.error().code() == StatusCode::kNotFound) return;
+  log::Warn("api", "a file is left out of the evidence bundle",
+            {{"job", job_id}, {"file", path.string()}, {"error", fd.ok() ? "fstat failed" : fd.error().ToString()}});
+}
+
+// The bundle's files, in order: capsule.json, checkpoints.json (the
+// index; checkpoints themselves by reference), the log of every attempt
+// and rank, metrics.jsonl.
+std::vector<BundlePart> BundleParts(const ApiContext& ctx, const JobView& job, const std::string& capsule) {
+  const std::string& id = job.job.id;
+  std::vector<BundlePart> parts;
+  parts.push_back({id + "/capsule.json", capsule, UniqueFd(), -1});
   json index = json::array();
   json capsule_json = json::parse(capsule, nullptr, false);
   if (capsule_json.is_object() && capsule_json.contains("checkpoints")) index = capsule_json["checkpoints"];
-  std::ofstream(dir / "checkpoints.json") << json{{"checkpoint_dir", ctx.home.checkpoint_dir(job.job.id).string()},
-                                                  {"checkpoints", index}}
-                                                 .dump(2);
-  return Status::Ok();
+  parts.push_back({id + "/checkpoints.json",
+                   json{{"checkpoint_dir", ctx.home.checkpoint_dir(id).string()}, {"checkpoints", index}}.dump(2),
+                   UniqueFd(), -1});
+  for (const auto& a : job.attempts) {
+    for (int64_t r = 0; r < job.ranks; ++r) {
+      AddFilePart(ctx, id, ctx.home.log_file(id, a.number, static_cast<int>(r)),
+                  fmt::format("{}/logs/attempt-{}-rank-{}.log", id, a.number, r), &parts);
+    }
+  }
+  AddFilePart(ctx, id, ctx.home.metrics_file(id), id + "/metrics.jsonl", &parts);
+  return parts;
+}
+
+// Calls `line` for each line of the file open at `fd`, read in chunks.
+void ForEachLine(int fd, const std::function<void(std::string_view)>& line) {
+  std::string buf(64 * 1024, '\0');
+  std::string partial;
+  while (true) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    partial.append(buf.data(), static_cast<size_t>(n));
+    size_t start = 0, nl;
+    while ((nl = partial.find('\n', start)) != std::string::npos) {
+      line(std::string_view(partial).substr(start, nl - start));
+      start = nl + 1;
+    }
+    partial.erase(0, start);
+  }
+  if (!partial.empty()) line(partial);
 }
 
 }  // namespace
@@ -101,30 +142,47 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     if (!job) return;
     auto capsule = ctx.loop->Call([&] { return ctx.jobs->EvidenceJson(job->job.id); });
     if (!capsule.ok()) return SendError(res, capsule.error());
-    fs::path dir = ctx.home.root() / "tmp" / fmt::format("bundle-{}-{}-{}", job->job.id, ::getpid(), ::gettid());
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    Status st = StageBundle(ctx, *job, *capsule, dir / job->job.id);
-    Result<evidence::Snapshot> bundle = st.ok() ? evidence::PackSnapshot(dir, {.exclude = {}, .max_bytes = int64_t{4} << 30})
-                                                : Result<evidence::Snapshot>(st);
-    fs::remove_all(dir, ec);
-    if (!bundle.ok()) return SendError(res, bundle.status().WithContext("packing the evidence bundle"));
+    // Streamed as it is packed: a few MiB of memory whatever the size of
+    // the logs. A failure after the first byte can only cut the stream
+    // short, which the client sees as a lost connection.
+    auto parts = std::make_shared<std::vector<BundlePart>>(BundleParts(ctx, *job, *capsule));
     res.status = 200;
     res.set_header("Content-Disposition", fmt::format("attachment; filename=\"{}-evidence.tar.zst\"", job->job.id));
-    res.set_content(std::move(bundle->blob), "application/zstd");
+    res.set_chunked_content_provider("application/zstd", [parts, id = job->job.id](size_t, httplib::DataSink& sink) {
+      auto stream = evidence::TarZstStream::Create(
+          [&sink](std::string_view data) { return sink.write(data.data(), data.size()); });
+      Status st = stream.status();
+      for (size_t i = 0; st.ok() && i < parts->size(); ++i) {
+        BundlePart& part = (*parts)[i];
+        st = part.size >= 0 ? (*stream)->AddFile(part.name, part.fd.get(), part.size) : (*stream)->AddBytes(part.name, part.bytes);
+      }
+      if (st.ok()) st = (*stream)->Finish();
+      if (!st.ok()) {
+        if (st.code() != StatusCode::kAborted || sink.is_writable()) {
+          log::Warn("api", "the evidence bundle was cut short", {{"job", id}, {"error", st.ToString()}});
+        }
+        return false;
+      }
+      sink.done();
+      return true;
+    });
   });
 
   // The series of TAU_METRICS_FILE (its last 5,000 JSON lines), for charts.
   server.Get(R"(/api/v1/jobs/([^/]+)/metrics)", [ctx](const httplib::Request& req, httplib::Response& res) {
     auto job = FindJob(ctx, req.matches[1], res);
     if (!job) return;
-    std::ifstream in(ctx.home.metrics_file(job->job.id));
     std::deque<json> points;
-    for (std::string line; std::getline(in, line);) {
-      json j = json::parse(line, nullptr, false);
-      if (!j.is_object()) continue;
-      points.push_back(std::move(j));
-      if (points.size() > 5000) points.pop_front();
+    auto fd = OpenPathBeneath(ctx.home.root(), ctx.home.metrics_file(job->job.id));
+    if (fd.ok()) {
+      ForEachLine(fd->get(), [&](std::string_view line) {
+        json j = json::parse(line, nullptr, false);
+        if (!j.is_object()) return;
+        points.push_back(std::move(j));
+        if (points.size() > 5000) points.pop_front();
+      });
+    } else if (fd.error().code() != StatusCode::kNotFound) {
+      return SendError(res, fd.error().WithContext(fmt::format("job {}'s metrics file", job->job.id)));
     }
     json list = json::array();
     for (auto& p : points) list.push_back(std::move(p));
@@ -135,27 +193,54 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     auto job = FindJob(ctx, req.matches[1], res);
     if (!job) return;
     fs::path root = ctx.home.output_dir(job->job.id);
-    auto files = evidence::ListFileDigests(root);
-    if (!files.ok()) return SendError(res, files.error());
     json list = json::array();
-    for (const auto& f : *files) list.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
+    auto dir = OpenOutputs(ctx, job->job.id);
+    if (!dir.ok() && dir.error().code() != StatusCode::kNotFound) {
+      return SendError(res, dir.error().WithContext(fmt::format("job {}'s outputs", job->job.id)));
+    }
+    if (dir.ok()) {
+      auto files = evidence::ListFileDigestsAt(dir->get());
+      if (!files.ok()) return SendError(res, files.error().WithContext(fmt::format("job {}'s outputs", job->job.id)));
+      for (const auto& f : *files) list.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
+    }
     SendJson(res, {{"job", job->job.id}, {"output_dir", root.string()}, {"files", list}});
   });
 
   server.Get(R"(/api/v1/jobs/([^/]+)/outputs/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
     auto job = FindJob(ctx, req.matches[1], res);
     if (!job) return;
-    auto path = OutputPath(ctx.home.output_dir(job->job.id), req.matches[2]);
-    if (!path.ok()) return SendError(res, path.error());
-    std::error_code ec;
-    if (!fs::is_regular_file(*path, ec) || fs::is_symlink(*path, ec)) {
-      return SendError(res, NotFoundError(fmt::format("job {} has no output file \"{}\"", job->job.id,
-                                                      std::string(req.matches[2]))));
+    const std::string rel = req.matches[2];
+    // Every component is opened beneath TAU_HOME without following links:
+    // a job's `ln -s /etc outputs/etc` serves nothing.
+    auto dir = OpenOutputs(ctx, job->job.id);
+    Result<UniqueFd> fd = dir.ok() ? OpenBeneathAt(dir->get(), rel) : Result<UniqueFd>(dir.error());
+    if (!fd.ok()) {
+      switch (fd.error().code()) {
+        case StatusCode::kNotFound:
+          return SendError(res, NotFoundError(fmt::format("job {} has no output file \"{}\"", job->job.id, rel)));
+        case StatusCode::kInvalidArgument:
+          return SendError(res, InvalidArgumentError(fmt::format("\"{}\" is not a path inside the job's outputs: {}", rel,
+                                                                 fd.error().message())));
+        default:
+          return SendError(res, fd.error().WithContext(fmt::format("job {}'s output", job->job.id)));
+      }
     }
-    std::ifstream in(*path, std::ios::binary);
-    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    struct stat st;
+    if (::fstat(fd->get(), &st) != 0) return SendError(res, ErrnoError(errno, fmt::format("output \"{}\"", rel)));
+    // Sent in chunks of at most 1 MiB straight from the file. A file that
+    // shrinks meanwhile cuts the response short (the client sees it).
+    auto file = std::make_shared<UniqueFd>(std::move(*fd));
     res.status = 200;
-    res.set_content(std::move(data), "application/octet-stream");
+    res.set_content_provider(static_cast<size_t>(st.st_size), "application/octet-stream",
+                             [file](size_t offset, size_t length, httplib::DataSink& sink) {
+                               std::string buf(std::min(length, kFileChunk), '\0');
+                               ssize_t n;
+                               do {
+                                 n = ::pread(file->get(), buf.data(), buf.size(), static_cast<off_t>(offset));
+                               } while (n < 0 && errno == EINTR);
+                               if (n <= 0) return false;
+                               return sink.write(buf.data(), static_cast<size_t>(n));
+                             });
   });
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <openssl/crypto.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/beneath.h"
 #include "common/duration.h"
 #include "common/log.h"
 #include "evidence/snapshot.h"
@@ -69,29 +71,32 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-// Reads up to `max` bytes of a file from `offset`.
-std::string ReadChunk(const fs::path& path, int64_t offset, size_t max) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
+// Reads up to `max` bytes from `offset` of a file under `root`, opened
+// beneath it without following links (a job may replace its log by a
+// link to a secret: that reads as empty).
+std::string ReadChunk(const fs::path& root, const fs::path& path, int64_t offset, size_t max) {
+  auto fd = OpenPathBeneath(root, path);
+  if (!fd.ok()) return "";
   std::string buf(max, '\0');
-  ssize_t n = ::pread(fd, buf.data(), max, offset);
-  ::close(fd);
+  ssize_t n = ::pread(fd->get(), buf.data(), max, offset);
   buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return buf;
 }
 
 // Offset where the last `lines` lines of the file start.
-int64_t TailOffset(const fs::path& path, int64_t lines) {
-  std::error_code ec;
-  int64_t size = static_cast<int64_t>(fs::file_size(path, ec));
-  if (ec || lines <= 0) return ec ? 0 : size;
+int64_t TailOffset(const fs::path& root, const fs::path& path, int64_t lines) {
+  auto fd = OpenPathBeneath(root, path);
+  struct stat st;
+  if (!fd.ok() || ::fstat(fd->get(), &st) != 0) return 0;
+  int64_t size = static_cast<int64_t>(st.st_size);
+  if (lines <= 0) return size;
   int64_t pos = size;
   int64_t newlines = 0;
   // A trailing newline ends the last line; it does not start a new one.
   bool skip_last = true;
   while (pos > 0) {
     int64_t start = std::max<int64_t>(0, pos - 65536);
-    std::string block = ReadChunk(path, start, static_cast<size_t>(pos - start));
+    std::string block = ReadChunk(root, path, start, static_cast<size_t>(pos - start));
     for (int64_t i = static_cast<int64_t>(block.size()) - 1; i >= 0; --i) {
       if (block[static_cast<size_t>(i)] != '\n') continue;
       if (skip_last && start + i == size - 1) {
@@ -529,12 +534,12 @@ class ApiServer::Impl {
           if (cur->offsets.empty()) {
             for (int r : cur->ranks) {
               fs::path path = home_.log_file(cur->id, cur->attempt, r);
-              cur->offsets.push_back(cur->tail >= 0 ? TailOffset(path, cur->tail) : 0);
+              cur->offsets.push_back(cur->tail >= 0 ? TailOffset(home_.root(), path, cur->tail) : 0);
               cur->partial.emplace_back();
             }
           }
           for (size_t i = 0; i < cur->ranks.size(); ++i) {
-            std::string chunk = ReadChunk(home_.log_file(cur->id, cur->attempt, cur->ranks[i]), cur->offsets[i], 64 * 1024);
+            std::string chunk = ReadChunk(home_.root(), home_.log_file(cur->id, cur->attempt, cur->ranks[i]), cur->offsets[i], 64 * 1024);
             cur->offsets[i] += static_cast<int64_t>(chunk.size());
             if (!cur->prefix) {
               out += chunk;

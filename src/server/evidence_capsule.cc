@@ -1,9 +1,13 @@
 #include "server/evidence_capsule.h"
 
+#include <sys/stat.h>
+
 #include <nlohmann/json.hpp>
 
+#include "common/beneath.h"
 #include "common/clock.h"
 #include "common/strings.h"
+#include "evidence/redact.h"
 #include "resume/checkpoint_index.h"
 #include "server/job_json.h"
 
@@ -18,12 +22,23 @@ json ParseOr(const std::string& text, json fallback) {
   return j.is_discarded() ? fallback : j;
 }
 
-// The spec with the values of secret-named runtime.env variables replaced.
+// Every string in `j` with URL passwords redacted.
+void RedactUrls(json& j) {
+  if (j.is_string()) {
+    j = evidence::RedactUrlCredentials(j.get<std::string>());
+  } else if (j.is_structured()) {
+    for (auto& item : j) RedactUrls(item);
+  }
+}
+
+// The spec as the record shows it: runtime.env values as the environment
+// shows them (evidence::RedactEnvValue), URL passwords anywhere redacted.
 json RedactedSpec(const std::string& text) {
   json spec = ParseOr(text, json::object());
+  RedactUrls(spec);
   if (spec.contains("runtime") && spec["runtime"].contains("env") && spec["runtime"]["env"].is_object()) {
     for (auto it = spec["runtime"]["env"].begin(); it != spec["runtime"]["env"].end(); ++it) {
-      if (evidence::IsSecretEnvName(it.key())) it.value() = "<redacted>";
+      if (evidence::IsSecretEnvName(it.key())) it.value() = std::string(evidence::kRedacted);
     }
   }
   return spec;
@@ -43,7 +58,7 @@ std::string AssembleSubmitEvidence(const SubmitEvidence& in) {
     auto eq = kv.find('=');
     if (eq == std::string::npos) continue;
     std::string name = kv.substr(0, eq);
-    env[name] = evidence::IsSecretEnvName(name) ? std::string("<redacted>") : kv.substr(eq + 1);
+    env[name] = evidence::RedactEnvValue(name, std::string_view(kv).substr(eq + 1));
   }
   json tags = json::object();
   for (const auto& [k, v] : in.tags) tags[k] = v;
@@ -64,7 +79,7 @@ std::string AssembleSubmitEvidence(const SubmitEvidence& in) {
       {"spec_sha256", j.spec_sha256},
       {"code", {{"snapshot", j.snapshot_digest}, {"total_bytes", total}, {"files", files}}},
       {"git", client.contains("git") ? client["git"] : json(nullptr)},
-      {"submit_command", j.submit_command},
+      {"submit_command", evidence::RedactCommandLine(j.submit_command)},
       {"environment", env},
       {"secret_env", in.secret_env_names},
       {"host", ParseOr(in.host_json, json(nullptr))},
@@ -97,11 +112,12 @@ std::string AssembleCapsule(const CapsuleInputs& in, bool complete) {
     auto it = in.log_files.find(a.number);
     if (it != in.log_files.end()) {
       for (size_t r = 0; r < it->second.size(); ++r) {
-        std::error_code ec;
-        auto size = std::filesystem::file_size(it->second[r], ec);
-        json log = {{"rank", r}, {"bytes", ec ? 0 : static_cast<int64_t>(size)}};
-        if (in.digest_logs && !ec) {
-          auto digest = evidence::FileSha256Hex(it->second[r]);
+        auto fd = OpenPathBeneath(in.logs_root, it->second[r]);
+        struct stat st;
+        const bool readable = fd.ok() && ::fstat(fd->get(), &st) == 0;
+        json log = {{"rank", r}, {"bytes", readable ? static_cast<int64_t>(st.st_size) : 0}};
+        if (in.digest_logs && readable) {
+          auto digest = evidence::FdSha256Hex(fd->get());
           if (digest.ok()) log["sha256"] = *digest;
         }
         logs.push_back(log);

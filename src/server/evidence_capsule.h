@@ -38,8 +38,10 @@ struct CapsuleInputs {
   std::vector<std::string> gpu_uuids;  // by GPU index
   int64_t workers = 1;
   std::string cpus_per_worker, memory_per_worker;
-  // Per attempt number, each rank's log file.
+  // Per attempt number, each rank's log file, opened beneath `logs_root`
+  // (TAU_HOME) without following links; a link or fifo counts as absent.
   std::map<int64_t, std::vector<std::string>> log_files;
+  std::string logs_root;
   bool digest_logs = true;  // false: sizes only (a live view)
   std::vector<std::string> pip_freeze;  // empty: no venv was built
   // A local rayjob's last attempt: the Ray it ran on (LocalRaySetup's

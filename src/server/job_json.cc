@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "common/quantity.h"
 #include "common/strings.h"
+#include "evidence/redact.h"
 #include "resume/checkpoint_index.h"
 
 namespace tau::server {
@@ -102,7 +103,7 @@ json JobToJson(const JobView& v) {
           {"secret_env", v.secret_env_names},
           {"spec_sha256", j.spec_sha256},
           {"snapshot", j.snapshot_digest},
-          {"submit_command", j.submit_command},
+          {"submit_command", evidence::RedactCommandLine(j.submit_command)},  // also for records kept before redaction
           {"created_at", TimeToJson(j.created_at)},
           {"admitted_at", TimeToJson(j.admitted_at)},
           {"started_at", TimeToJson(j.started_at)},

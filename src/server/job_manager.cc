@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "common/strings.h"
+#include "evidence/redact.h"
 #include "evidence/snapshot.h"
 #include "exec/process_info.h"
 #include "server/local_ray.h"
@@ -183,7 +184,8 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   job->rec.spec_json = spec::JobSpecToJson(spec);
   job->rec.spec_sha256 = spec::JobSpecSha256(spec);
   job->rec.snapshot_digest = req.snapshot_digest;
-  job->rec.submit_command = req.submit_command;
+  // Recorded as the environment is: secret values never reach the store.
+  job->rec.submit_command = evidence::RedactCommandLine(req.submit_command);
   job->rec.depends_on = Join(dependency_ids, ",");
   job->rec.reproduces = reproduces;
   if (!req.secret_env.empty()) {

@@ -47,6 +47,7 @@ CapsuleInputs Gather(const TauHome& home, const JobManagerOptions& options, cons
   in.workers = spec.compute.workers;
   in.cpus_per_worker = spec.compute.cpus.ToString();
   in.memory_per_worker = spec.compute.memory.ToString();
+  in.logs_root = home.root().string();
   for (const auto& a : attempts) {
     for (int r = 0; r < AttemptRanks(spec); ++r) in.log_files[a.number].push_back(home.log_file(rec.id, a.number, r).string());
   }

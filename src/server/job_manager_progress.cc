@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "common/beneath.h"
 #include "common/duration.h"
 #include "server/job_manager.h"
 
@@ -15,8 +16,10 @@ using store::JobState;
 
 bool JobManager::FollowMetricsFile(Job& job) {
   if (!job.progress) job.progress = std::make_shared<progress::Tracker>();
-  int fd = ::open(home_.metrics_file(job.rec.id).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  // Opened beneath TAU_HOME without following links: the job owns the file.
+  auto file = OpenPathBeneath(home_.root(), home_.metrics_file(job.rec.id));
+  if (!file.ok()) return false;
+  const int fd = file->get();
   const int64_t before = job.progress->snapshot().lines + job.progress->snapshot().bad_lines;
   char buf[65536];
   // At most 4 MiB per call: a job writing faster is followed over calls.
@@ -26,7 +29,6 @@ bool JobManager::FollowMetricsFile(Job& job) {
     job.metrics_offset += n;
     job.progress->Feed(std::string_view(buf, static_cast<size_t>(n)), NowMs());
   }
-  ::close(fd);
   if (job.progress->snapshot().lines + job.progress->snapshot().bad_lines == before) return false;
   job.view.reset();
   return true;
