@@ -37,11 +37,13 @@ bool WriteAll(int fd, std::string_view data) {
 // bytes go to an unnamed file in dest's folder (O_TMPFILE) that is linked
 // in and renamed over `dest` only once complete and synced, so a failed or
 // killed download leaves nothing behind. Where the file system has no
-// O_TMPFILE, a named "DEST.tau-partial-PID" file is used and removed on
-// failure.
+// O_TMPFILE, a named ".tau-partial-PID-N" file in that folder is used and
+// removed on failure.
 Status Download(ApiClient& client, const std::string& path, const fs::path& dest) {
   const fs::path dir = dest.has_parent_path() ? dest.parent_path() : fs::path(".");
-  const fs::path partial = dest.string() + fmt::format(".tau-partial-{}", ::getpid());
+  // Short, so a DEST name of any allowed length still leaves room.
+  static int downloads = 0;
+  const fs::path partial = dir / fmt::format(".tau-partial-{}-{}", ::getpid(), ++downloads);
   bool named = false;
   int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
   if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {

@@ -206,7 +206,7 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     SendJson(res, {{"job", job->job.id}, {"output_dir", root.string()}, {"files", list}});
   });
 
-  server.Get(R"(/api/v1/jobs/([^/]+)/outputs/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
+  server.Get(R"(/api/v1/jobs/([^/]+)/outputs/([\s\S]+))", [ctx](const httplib::Request& req, httplib::Response& res) {
     auto job = FindJob(ctx, req.matches[1], res);
     if (!job) return;
     const std::string rel = req.matches[2];
