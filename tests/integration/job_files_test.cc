@@ -97,20 +97,29 @@ TEST_F(JobFilesTest, OutputsServeNothingThroughALinkTheJobPlanted) {
   EXPECT_THAT(Get("/api/v1/jobs/" + id + "/outputs/shadow"), ::testing::StartsWith("403\n"));
 }
 
-TEST_F(JobFilesTest, ListingAndCopyLeaveLinksOut) {
+TEST_F(JobFilesTest, ListingAndCopyTakeOddNamesAndLeaveLinksOut) {
+  const std::string long_name(250, 'n');
   std::string id = RunJob(
       "import os\n"
       "out = os.environ['TAU_OUTPUT_DIR']\n"
       "open(os.path.join(out, 'real.txt'), 'w').write('real\\n')\n"
+      "os.makedirs(os.path.join(out, 'a\\nb'))\n"
+      "open(os.path.join(out, 'a\\nb', 'x y.txt'), 'w').write('odd\\n')\n"
+      "open(os.path.join(out, '" + long_name + "'), 'w').write('long\\n')\n"
       "os.symlink('" + outside_.string() + "', os.path.join(out, 'etcdir'))\n"
       "os.symlink('" + (outside_ / "shadow").string() + "', os.path.join(out, 'shadow'))\n");
   CommandResult listed = Tau({"outputs", id, "-o", "json"});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   nlohmann::json files = nlohmann::json::parse(listed.out)["files"];
-  ASSERT_EQ(files.size(), 1u) << listed.out;
-  EXPECT_EQ(files[0]["path"], "real.txt");
-  ASSERT_EQ(Tau({"cp", id + ":", (work_ / "copy").string()}).exit_code, 0);
+  ASSERT_EQ(files.size(), 3u) << listed.out;
+  EXPECT_EQ(files[0]["path"], "a\nb/x y.txt");
+  EXPECT_EQ(files[1]["path"], long_name);
+  EXPECT_EQ(files[2]["path"], "real.txt");
+  CommandResult copied = Tau({"cp", id + ":", (work_ / "copy").string()});
+  ASSERT_EQ(copied.exit_code, 0) << copied.err;
   EXPECT_TRUE(fs::exists(work_ / "copy" / "real.txt"));
+  EXPECT_TRUE(fs::exists(work_ / "copy" / "a\nb" / "x y.txt"));
+  EXPECT_TRUE(fs::exists(work_ / "copy" / long_name));
   EXPECT_FALSE(fs::exists(work_ / "copy" / "etcdir"));
   EXPECT_FALSE(fs::exists(work_ / "copy" / "shadow"));
 }
