@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/beneath.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
@@ -52,6 +53,24 @@ CapsuleInputs Gather(const TauHome& home, const JobManagerOptions& options, cons
     for (int r = 0; r < AttemptRanks(spec); ++r) in.log_files[a.number].push_back(home.log_file(rec.id, a.number, r).string());
   }
   return in;
+}
+
+// A file of a job's folder, read beneath TAU_HOME without following links
+// (the job may have swapped it for a link or a fifo).
+Result<std::string> ReadJobFile(const fs::path& root, const fs::path& path) {
+  TAU_ASSIGN_OR_RETURN(UniqueFd fd, OpenPathBeneath(root, path));
+  std::string out;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError(errno, fmt::format("read {}", path.string()));
+    if (n == 0) return out;
+    if (out.size() + static_cast<size_t>(n) > (size_t{1} << 20)) {
+      return InvalidArgumentError(fmt::format("{} is larger than 1 MiB", path.string()));
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
 }
 
 }  // namespace
@@ -119,13 +138,13 @@ void JobManager::SealEvidence(Job& job) {
   if (job.spec.run.workload_kind == spec::WorkloadKind::kRayJob && job.rec.attempt > 0) {
     ray_info = home_.attempt_dir(job.rec.id, job.rec.attempt) / "ray.json";
   }
-  RunInBackground([this, id = job.rec.id, in = std::move(in), venv_marker,
-                   ray_info]() mutable -> std::function<void()> {
+  RunInBackground([this, id = job.rec.id, in = std::move(in), venv_marker, ray_info,
+                   root = home_.root()]() mutable -> std::function<void()> {
     // The Python environment the last attempt ran in: its runtime.pip
     // environment, else for a local rayjob the one Ray runs in.
     std::string python;
     if (!ray_info.empty()) {
-      auto info = ReadFile(ray_info);
+      auto info = ReadJobFile(root, ray_info);
       if (info.ok()) {
         in.ray_json = *info;
         auto parsed = nlohmann::json::parse(*info, nullptr, false);
@@ -133,7 +152,7 @@ void JobManager::SealEvidence(Job& job) {
       }
     }
     if (!venv_marker.empty()) {
-      auto venv = ReadFile(venv_marker);
+      auto venv = ReadJobFile(root, venv_marker);
       if (venv.ok()) python = (fs::path(std::string(Split(*venv, '\n').front())) / "bin" / "python").string();
     }
     if (!python.empty()) {
