@@ -41,30 +41,14 @@ Result<UniqueFd> OpenOutputs(const ApiContext& ctx, const std::string& id) {
   return OpenPathBeneath(ctx.home.root(), ctx.home.output_dir(id), BeneathKind::kDirectory);
 }
 
-// One file of the evidence bundle: bytes in memory, or `size` bytes of an
-// open file (a log grows while the job runs: its size when opened is sent).
+// One file of the evidence bundle: `bytes`, or the job's file at `path`
+// (opened only when its turn comes, so a job with many attempts and ranks
+// holds one descriptor at a time).
 struct BundlePart {
   std::string name;
   std::string bytes;
-  UniqueFd fd;
-  int64_t size = -1;
+  fs::path path;
 };
-
-// A file of the job's folder for the bundle, opened beneath TAU_HOME
-// without following links. Missing: left out; refused (a link, a fifo):
-// left out and logged.
-void AddFilePart(const ApiContext& ctx, const std::string& job_id, const fs::path& path, std::string name,
-                 std::vector<BundlePart>* parts) {
-  auto fd = OpenPathBeneath(ctx.home.root(), path);
-  struct stat st;
-  if (fd.ok() && ::fstat(fd->get(), &st) == 0) {
-    parts->push_back({std::move(name), "", std::move(*fd), static_cast<int64_t>(st.st_size)});
-    return;
-  }
-  if (!fd.ok() && fd.error().code() == StatusCode::kNotFound) return;
-  log::Warn("api", "a file is left out of the evidence bundle",
-            {{"job", job_id}, {"file", path.string()}, {"error", fd.ok() ? "fstat failed" : fd.error().ToString()}});
-}
 
 // The bundle's files, in order: capsule.json, checkpoints.json (the
 // index; checkpoints themselves by reference), the log of every attempt
@@ -72,27 +56,44 @@ void AddFilePart(const ApiContext& ctx, const std::string& job_id, const fs::pat
 std::vector<BundlePart> BundleParts(const ApiContext& ctx, const JobView& job, const std::string& capsule) {
   const std::string& id = job.job.id;
   std::vector<BundlePart> parts;
-  parts.push_back({id + "/capsule.json", capsule, UniqueFd(), -1});
+  parts.push_back({id + "/capsule.json", capsule, {}});
   json index = json::array();
   json capsule_json = json::parse(capsule, nullptr, false);
   if (capsule_json.is_object() && capsule_json.contains("checkpoints")) index = capsule_json["checkpoints"];
   parts.push_back({id + "/checkpoints.json",
-                   json{{"checkpoint_dir", ctx.home.checkpoint_dir(id).string()}, {"checkpoints", index}}.dump(2),
-                   UniqueFd(), -1});
+                   json{{"checkpoint_dir", ctx.home.checkpoint_dir(id).string()}, {"checkpoints", index}}.dump(2), {}});
   for (const auto& a : job.attempts) {
     for (int64_t r = 0; r < job.ranks; ++r) {
-      AddFilePart(ctx, id, ctx.home.log_file(id, a.number, static_cast<int>(r)),
-                  fmt::format("{}/logs/attempt-{}-rank-{}.log", id, a.number, r), &parts);
+      parts.push_back({fmt::format("{}/logs/attempt-{}-rank-{}.log", id, a.number, r), "",
+                       ctx.home.log_file(id, a.number, static_cast<int>(r))});
     }
   }
-  AddFilePart(ctx, id, ctx.home.metrics_file(id), id + "/metrics.jsonl", &parts);
+  parts.push_back({id + "/metrics.jsonl", "", ctx.home.metrics_file(id)});
   return parts;
 }
 
+// Adds one part to the bundle. A job's file is opened beneath TAU_HOME
+// without following links and sent up to its size when opened (a log
+// grows while the job runs); missing, it is left out; refused (a link, a
+// fifo), it is left out and logged.
+Status AddPart(const fs::path& root, const std::string& job_id, const BundlePart& part, evidence::TarZstStream& stream) {
+  if (part.path.empty()) return stream.AddBytes(part.name, part.bytes);
+  auto fd = OpenPathBeneath(root, part.path);
+  struct stat st;
+  if (fd.ok() && ::fstat(fd->get(), &st) == 0) return stream.AddFile(part.name, fd->get(), static_cast<int64_t>(st.st_size));
+  if (!fd.ok() && fd.error().code() == StatusCode::kNotFound) return Status::Ok();
+  log::Warn("api", "a file is left out of the evidence bundle",
+            {{"job", job_id}, {"file", part.path.string()}, {"error", fd.ok() ? "fstat failed" : fd.error().ToString()}});
+  return Status::Ok();
+}
+
 // Calls `line` for each line of the file open at `fd`, read in chunks.
+// Lines longer than 1 MiB are skipped, so memory stays bounded.
 void ForEachLine(int fd, const std::function<void(std::string_view)>& line) {
+  constexpr size_t kMaxLine = size_t{1} << 20;
   std::string buf(64 * 1024, '\0');
   std::string partial;
+  bool skipping = false;  // inside a line over kMaxLine
   while (true) {
     ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
@@ -100,12 +101,17 @@ void ForEachLine(int fd, const std::function<void(std::string_view)>& line) {
     partial.append(buf.data(), static_cast<size_t>(n));
     size_t start = 0, nl;
     while ((nl = partial.find('\n', start)) != std::string::npos) {
-      line(std::string_view(partial).substr(start, nl - start));
+      if (!skipping) line(std::string_view(partial).substr(start, nl - start));
+      skipping = false;
       start = nl + 1;
     }
     partial.erase(0, start);
+    if (partial.size() > kMaxLine) {
+      partial.clear();
+      skipping = true;
+    }
   }
-  if (!partial.empty()) line(partial);
+  if (!partial.empty() && !skipping) line(partial);
 }
 
 }  // namespace
@@ -148,14 +154,12 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     auto parts = std::make_shared<std::vector<BundlePart>>(BundleParts(ctx, *job, *capsule));
     res.status = 200;
     res.set_header("Content-Disposition", fmt::format("attachment; filename=\"{}-evidence.tar.zst\"", job->job.id));
-    res.set_chunked_content_provider("application/zstd", [parts, id = job->job.id](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("application/zstd", [parts, id = job->job.id,
+                                                          root = ctx.home.root()](size_t, httplib::DataSink& sink) {
       auto stream = evidence::TarZstStream::Create(
           [&sink](std::string_view data) { return sink.write(data.data(), data.size()); });
       Status st = stream.status();
-      for (size_t i = 0; st.ok() && i < parts->size(); ++i) {
-        BundlePart& part = (*parts)[i];
-        st = part.size >= 0 ? (*stream)->AddFile(part.name, part.fd.get(), part.size) : (*stream)->AddBytes(part.name, part.bytes);
-      }
+      for (size_t i = 0; st.ok() && i < parts->size(); ++i) st = AddPart(root, id, (*parts)[i], **stream);
       if (st.ok()) st = (*stream)->Finish();
       if (!st.ok()) {
         if (st.code() != StatusCode::kAborted || sink.is_writable()) {
