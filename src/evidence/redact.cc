@@ -1,6 +1,7 @@
 #include "evidence/redact.h"
 
 #include <cctype>
+#include <regex>
 #include <vector>
 
 #include "common/strings.h"
@@ -85,6 +86,24 @@ size_t SecretValueStart(std::string_view word) {
   return IsSecretEnvName(name) ? from + eq + 1 : std::string_view::npos;
 }
 
+// `text` with the value of every `NAME: VALUE` pair whose NAME is secret
+// redacted, as in a YAML or JSON flow mapping (`{HF_TOKEN: x, LR: 1}`).
+std::string RedactMappingValues(const std::string& text) {
+  static const std::regex kPair(R"re((["']?)([A-Za-z_][A-Za-z0-9_.-]*)\1[ \t]*:[ \t]*("[^"]*"|'[^']*'|[^,{}\[\]]*))re");
+  std::string out;
+  size_t copied = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kPair); it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    if (!IsSecretEnvName(m.str(2)) || m.length(3) == 0) continue;
+    const size_t value = static_cast<size_t>(m.position(3));
+    out.append(text, copied, value - copied);
+    out.append(kRedacted);
+    copied = value + static_cast<size_t>(m.length(3));
+  }
+  out.append(text, copied);
+  return out;
+}
+
 }  // namespace
 
 std::string RedactUrlCredentials(std::string_view text) {
@@ -128,7 +147,16 @@ std::string RedactCommandLine(std::string_view command) {
     if (!FlagName(w.text).empty() && w.text.find('=') == std::string::npos && IsSecretEnvName(FlagName(w.text))) {
       after_secret_flag = true;  // --api-key VALUE
     }
-    if (start == std::string::npos || start >= w.text.size()) continue;  // nothing secret, or nothing to hide
+    if (start == std::string::npos) {
+      // A flow mapping holding secrets: --set 'runtime.env={HF_TOKEN: x}'.
+      std::string redacted = RedactMappingValues(w.text);
+      if (redacted == w.text) continue;
+      out.append(command.substr(copied, w.begin - copied));
+      out.append(ShellQuote(redacted));
+      copied = w.end;
+      continue;
+    }
+    if (start >= w.text.size()) continue;  // nothing to hide
     if (std::string_view(w.text).substr(start) == kRedacted) continue;
     out.append(command.substr(copied, w.begin - copied));
     if (start > 0) out.append(ShellQuote(std::string_view(w.text).substr(0, start)));

@@ -25,7 +25,8 @@ std::string RedactEnvValue(std::string_view name, std::string_view value);
 // A command line (words as POSIX sh splits them) as recorded: the value of
 // every word NAME=VALUE or PATH.NAME=VALUE with a secret NAME (as in
 // `--set runtime.env.HF_TOKEN=...`, also written `--set=...`), of a flag
-// with a secret name (`--api-key X`, `--api-key=X`), and URL passwords
+// with a secret name (`--api-key X`, `--api-key=X`), of a secret NAME in a
+// flow mapping (`--set 'runtime.env={HF_TOKEN: X}'`), and URL passwords
 // anywhere become <redacted>, exactly as the environment shows them.
 std::string RedactCommandLine(std::string_view command);
 

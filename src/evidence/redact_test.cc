@@ -23,6 +23,14 @@ TEST(RedactTest, QuotedValuesAreRedactedWhole) {
             "tau run a.yaml --set runtime.env.HF_TOKEN=<redacted>");
 }
 
+TEST(RedactTest, SecretsInFlowMappings) {
+  EXPECT_EQ(RedactCommandLine("tau run a.yaml --set 'runtime.env={HF_TOKEN: hf_x, LR: 0.1}'"),
+            "tau run a.yaml --set 'runtime.env={HF_TOKEN: <redacted>, LR: 0.1}'");
+  EXPECT_EQ(RedactCommandLine("tau run a.yaml --set 'runtime={env: {\"db_password\": \"a b\"}}'"),
+            "tau run a.yaml --set 'runtime={env: {\"db_password\": <redacted>}}'");
+  EXPECT_EQ(RedactCommandLine("tau run a.yaml --set 'runtime.env={LR: 0.1}'"), "tau run a.yaml --set 'runtime.env={LR: 0.1}'");
+}
+
 TEST(RedactTest, SecretNamedFlags) {
   EXPECT_EQ(RedactCommandLine("tool --api-key abc --verbose"), "tool --api-key <redacted> --verbose");
   EXPECT_EQ(RedactCommandLine("tool --api-key=abc"), "tool --api-key=<redacted>");
@@ -47,7 +55,8 @@ TEST(RedactTest, EnvironmentValues) {
 
 TEST(RedactTest, RedactingTwiceChangesNothing) {
   for (std::string_view text : {"tau run a.yaml --set runtime.env.HF_TOKEN=x --api-key y https://u:p@h/",
-                                "tau run 'odd word' --set runtime.env.HF_TOKEN='a b'"}) {
+                                "tau run 'odd word' --set runtime.env.HF_TOKEN='a b'",
+                                "tau run a.yaml --set 'runtime.env={HF_TOKEN: x y, API_KEY: \"z\"}'"}) {
     std::string once = RedactCommandLine(text);
     EXPECT_EQ(RedactCommandLine(once), once) << text;
   }
