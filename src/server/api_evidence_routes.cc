@@ -234,7 +234,7 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     // Sent in chunks of at most 1 MiB straight from the file. A file that
     // shrinks meanwhile cuts the response short (the client sees it).
     auto file = std::make_shared<UniqueFd>(std::move(*fd));
-    res.status = 200;
+    // No status set: httplib answers 200, or 206 for a Range request.
     res.set_content_provider(static_cast<size_t>(st.st_size), "application/octet-stream",
                              [file](size_t offset, size_t length, httplib::DataSink& sink) {
                                std::string buf(std::min(length, kFileChunk), '\0');

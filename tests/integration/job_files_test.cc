@@ -29,14 +29,17 @@ class JobFilesTest : public DaemonTest {
     std::ofstream(outside_ / "shadow") << "{\"step\": 1, \"leak\": \"" << kSecret << "\"}\n";
   }
 
-  // GET `path` of the API: "STATUS\nBODY".
-  std::string Get(const std::string& path) {
+  // GET `path` of the API (with a Range header when `range` is set):
+  // "STATUS\nBODY".
+  std::string Get(const std::string& path, const std::string& range = "") {
     const std::string script =
         "import sys, urllib.request, urllib.error\n"
-        "req = urllib.request.Request(sys.argv[1] + sys.argv[3], headers={'Authorization': 'Bearer ' + sys.argv[2]})\n"
+        "h = {'Authorization': 'Bearer ' + sys.argv[2]}\n"
+        "if sys.argv[4]: h['Range'] = sys.argv[4]\n"
+        "req = urllib.request.Request(sys.argv[1] + sys.argv[3], headers=h)\n"
         "try:\n    r = urllib.request.urlopen(req); print(r.status); sys.stdout.write(r.read().decode('utf-8', 'replace'))\n"
         "except urllib.error.HTTPError as e:\n    print(e.code); sys.stdout.write(e.read().decode('utf-8', 'replace'))\n";
-    CommandResult r = RunCommand({"/usr/bin/env", "python3", "-c", script, ApiUrl(), ApiToken(), path});
+    CommandResult r = RunCommand({"/usr/bin/env", "python3", "-c", script, ApiUrl(), ApiToken(), path, range});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out;
   }
@@ -85,7 +88,8 @@ TEST_F(JobFilesTest, OutputsServeNothingThroughALinkTheJobPlanted) {
   EXPECT_THAT(fifo, ::testing::StartsWith("403\n"));
   EXPECT_THAT(fifo, HasSubstr("a fifo, not a regular file"));
   EXPECT_THAT(Get("/api/v1/jobs/" + id + "/outputs/%2E%2E/%2E%2E/token"), ::testing::StartsWith("400\n"));
-  EXPECT_THAT(Get("/api/v1/jobs/" + id + "/outputs/real.txt"), ::testing::StartsWith("200\nreal\n"));
+  EXPECT_EQ(Get("/api/v1/jobs/" + id + "/outputs/real.txt"), "200\nreal\n");
+  EXPECT_EQ(Get("/api/v1/jobs/" + id + "/outputs/real.txt", "bytes=1-2"), "206\nea");
 
   // The outputs folder itself replaced by a link.
   fs::path outputs = home_ / "jobs" / id / "outputs";
