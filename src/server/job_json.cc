@@ -103,7 +103,7 @@ json JobToJson(const JobView& v) {
           {"secret_env", v.secret_env_names},
           {"spec_sha256", j.spec_sha256},
           {"snapshot", j.snapshot_digest},
-          {"submit_command", evidence::RedactCommandLine(j.submit_command)},  // also for records kept before redaction
+          {"submit_command", evidence::RedactCommandLine(j.submit_command)},  // idempotent; a stored row may be unredacted
           {"created_at", TimeToJson(j.created_at)},
           {"admitted_at", TimeToJson(j.admitted_at)},
           {"started_at", TimeToJson(j.started_at)},
