@@ -16,6 +16,7 @@
 #include "evidence/file_list.h"
 #include "evidence/tar_stream.h"
 #include "server/api_http.h"
+#include "server/evidence_capsule.h"
 
 #include <httplib.h>
 
@@ -122,7 +123,7 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     auto text = ctx.loop->Call([&] { return ctx.jobs->EvidenceJson(id); });
     if (!text.ok()) return SendError(res, text.error());
     res.status = 200;
-    res.set_content(*text, "application/json");
+    res.set_content(RedactCapsule(*text), "application/json");
   });
 
   server.Post(R"(/api/v1/jobs/([^/]+)/reproduce)", [ctx](const httplib::Request& req, httplib::Response& res) {
@@ -151,7 +152,7 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     // Streamed as it is packed: a few MiB of memory whatever the size of
     // the logs. A failure after the first byte can only cut the stream
     // short, which the client sees as a lost connection.
-    auto parts = std::make_shared<std::vector<BundlePart>>(BundleParts(ctx, *job, *capsule));
+    auto parts = std::make_shared<std::vector<BundlePart>>(BundleParts(ctx, *job, RedactCapsule(*capsule)));
     res.status = 200;
     res.set_header("Content-Disposition", fmt::format("attachment; filename=\"{}-evidence.tar.zst\"", job->job.id));
     res.set_chunked_content_provider("application/zstd", [parts, id = job->job.id,

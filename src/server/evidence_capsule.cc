@@ -33,8 +33,7 @@ void RedactUrls(json& j) {
 
 // The spec as the record shows it: runtime.env values as the environment
 // shows them (evidence::RedactEnvValue), URL passwords anywhere redacted.
-json RedactedSpec(const std::string& text) {
-  json spec = ParseOr(text, json::object());
+json RedactedSpec(json spec) {
   RedactUrls(spec);
   if (spec.contains("runtime") && spec["runtime"].contains("env") && spec["runtime"]["env"].is_object()) {
     for (auto it = spec["runtime"]["env"].begin(); it != spec["runtime"]["env"].end(); ++it) {
@@ -45,6 +44,21 @@ json RedactedSpec(const std::string& text) {
 }
 
 }  // namespace
+
+std::string RedactCapsule(const std::string& text) {
+  json capsule = json::parse(text, nullptr, false);
+  if (!capsule.is_object()) return text;
+  if (capsule.contains("submit_command") && capsule["submit_command"].is_string()) {
+    capsule["submit_command"] = evidence::RedactCommandLine(capsule["submit_command"].get<std::string>());
+  }
+  if (capsule.contains("environment") && capsule["environment"].is_object()) {
+    for (auto it = capsule["environment"].begin(); it != capsule["environment"].end(); ++it) {
+      if (it.value().is_string()) it.value() = evidence::RedactEnvValue(it.key(), it.value().get<std::string>());
+    }
+  }
+  if (capsule.contains("spec") && capsule["spec"].is_object()) capsule["spec"] = RedactedSpec(capsule["spec"]);
+  return capsule.dump();
+}
 
 std::string AssembleSubmitEvidence(const SubmitEvidence& in) {
   json files = json::array();
@@ -75,7 +89,7 @@ std::string AssembleSubmitEvidence(const SubmitEvidence& in) {
         {"tags", tags},
         {"created_at", TimeToJson(j.created_at)},
         {"reproduces", j.reproduces.empty() ? json(nullptr) : json(j.reproduces)}}},
-      {"spec", RedactedSpec(in.spec_json)},
+      {"spec", RedactedSpec(ParseOr(in.spec_json, json::object()))},
       {"spec_sha256", j.spec_sha256},
       {"code", {{"snapshot", j.snapshot_digest}, {"total_bytes", total}, {"files", files}}},
       {"git", client.contains("git") ? client["git"] : json(nullptr)},

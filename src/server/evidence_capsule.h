@@ -27,6 +27,13 @@ struct SubmitEvidence {
   std::string host_json;             // host facts and GPUs; "" for unknown
 };
 
+// A capsule (or submit part) as the API shows it: `submit_command`,
+// `environment` and `spec` redacted as AssembleSubmitEvidence records
+// them (docs/evidence.md#secrets). Idempotent, so a capsule stored before
+// these rules is shown under them too; text that is not a JSON object is
+// returned as is.
+std::string RedactCapsule(const std::string& text);
+
 // The submit part, as canonical JSON text.
 std::string AssembleSubmitEvidence(const SubmitEvidence& in);
 
