@@ -68,7 +68,9 @@ Status Download(ApiClient& client, const std::string& path, const fs::path& dest
     }
   }
   ::close(fd);
-  if (st.ok() && ::rename(partial.c_str(), dest.c_str()) != 0) st = ErrnoError(errno, fmt::format("cannot write {}", dest.string()));
+  if (st.ok() && ::rename(partial.c_str(), dest.c_str()) != 0) {
+    st = ErrnoError(errno, fmt::format("cannot write {}", dest.string()));
+  }
   if (!st.ok() && named) ::unlink(partial.c_str());
   return st;
 }

@@ -29,7 +29,8 @@ Result<std::vector<std::string>> SplitRelative(std::string_view relative) {
   size_t start = 0;
   while (start <= relative.size()) {
     size_t slash = relative.find('/', start);
-    std::string_view part = relative.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    const size_t end = slash == std::string_view::npos ? relative.size() : slash;
+    std::string_view part = relative.substr(start, end - start);
     if (part == "..") return InvalidArgumentError(fmt::format("\"{}\" climbs out with \"..\"", relative));
     if (!part.empty() && part != ".") parts.emplace_back(part);
     if (slash == std::string_view::npos) break;
@@ -128,11 +129,15 @@ Result<UniqueFd> OpenBeneathAt(int root_fd, std::string_view relative, BeneathKi
   const char* wanted = want_dir ? "a folder" : "a regular file";
   struct stat before;
   if (::fstatat(parent.get(), last.c_str(), &before, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return NotFoundError(fmt::format("{}: \"{}\" does not exist", relative, Prefix(parts, parts.size())));
+    if (errno == ENOENT) {
+      return NotFoundError(fmt::format("{}: \"{}\" does not exist", relative, Prefix(parts, parts.size())));
+    }
     return ErrnoError(errno, fmt::format("{}", relative));
   }
   auto wrong_kind = [&](mode_t mode) {
-    if (S_ISLNK(mode)) return PermissionDeniedError(fmt::format("{}: it is a symbolic link, which is not followed", relative));
+    if (S_ISLNK(mode)) {
+      return PermissionDeniedError(fmt::format("{}: it is a symbolic link, which is not followed", relative));
+    }
     return PermissionDeniedError(fmt::format("{}: it is {}, not {}", relative, TypeName(mode), wanted));
   };
   if (want_dir ? !S_ISDIR(before.st_mode) : !S_ISREG(before.st_mode)) return wrong_kind(before.st_mode);

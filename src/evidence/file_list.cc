@@ -32,7 +32,9 @@ Result<std::string> FdSha256Hex(int fd) {
 Result<std::string> FileSha256Hex(const fs::path& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd.valid()) {
-    if (errno == ELOOP) return PermissionDeniedError(fmt::format("{} is a symbolic link, which is not followed", path.string()));
+    if (errno == ELOOP) {
+      return PermissionDeniedError(fmt::format("{} is a symbolic link, which is not followed", path.string()));
+    }
     return ErrnoError(errno, fmt::format("cannot read {}", path.string()));
   }
   struct stat st;
@@ -102,7 +104,9 @@ Result<std::vector<FileDigest>> ListFileDigests(const fs::path& root) {
     const int err = errno;
     struct stat st;
     if (err == ENOENT) return std::vector<FileDigest>{};
-    if (::lstat(root.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return PermissionDeniedError(fmt::format("{} is a symbolic link, which is not followed", root.string()));
+    if (::lstat(root.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      return PermissionDeniedError(fmt::format("{} is a symbolic link, which is not followed", root.string()));
+    }
     return ErrnoError(err, fmt::format("listing {}", root.string()));
   }
   auto files = ListFileDigestsAt(fd.get());

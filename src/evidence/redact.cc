@@ -37,13 +37,21 @@ std::vector<Word> SplitWords(std::string_view command) {
     char quote = 0;
     for (; i < command.size(); ++i) {
       char c = command[i];
+      const bool escapable_next = i + 1 < command.size() && std::string_view("\"\\$`").find(command[i + 1]) != std::string_view::npos;
       if (quote == '\'') {
-        if (c == '\'') quote = 0;
-        else w.text += c;
+        if (c == '\'') {
+          quote = 0;
+        } else {
+          w.text += c;
+        }
       } else if (quote == '"') {
-        if (c == '"') quote = 0;
-        else if (c == '\\' && i + 1 < command.size() && std::string_view("\"\\$`").find(command[i + 1]) != std::string_view::npos) w.text += command[++i];
-        else w.text += c;
+        if (c == '"') {
+          quote = 0;
+        } else if (c == '\\' && escapable_next) {
+          w.text += command[++i];
+        } else {
+          w.text += c;
+        }
       } else if (c == '\'' || c == '"') {
         quote = c;
       } else if (c == '\\' && i + 1 < command.size()) {
