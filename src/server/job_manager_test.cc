@@ -343,9 +343,10 @@ TEST_F(RecoveryTest, AReadoptedAttemptKeepsTheLoadOfTheCpusItIsPinnedTo) {
   EXPECT_EQ(runner.starts[1].cpu_list, "4");
 }
 
-TEST_F(RecoveryTest, AShimThatDiedWithoutAStatusIsLost) {
+TEST_F(RecoveryTest, AnAttemptOfAnEarlierBootIsLost) {
   std::string id = RunningJob();
   FakeRunner runner;
+  runner.rebooted = true;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
   // The machine or the shim went away: an interruption, retried after a
@@ -399,6 +400,7 @@ TEST_F(RecoveryTest, AnAttemptThatNeverStartedRunsOnceUnderTheSameNumber) {
   ASSERT_TRUE(store_->UpsertAttempt(attempts[0]).ok());
 
   FakeRunner runner;
+  runner.never_ran.insert(StatusPath(id, 1));  // no shim reserved a status
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
   ASSERT_EQ(runner.starts.size(), 1u);
