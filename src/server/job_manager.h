@@ -39,6 +39,10 @@ struct SubmitRequest {
   std::string client_evidence_json;
   // The job this one reproduces (tau reproduce), "" for none.
   std::string reproduces;
+  // Chosen by the client, unique per submit ("" for none): a submit whose
+  // id was seen before creates nothing and returns the job the first one
+  // created, so a client may send it again after a lost connection.
+  std::string request_id;
 };
 
 struct JobManagerOptions {
@@ -174,10 +178,12 @@ class JobManager {
 
   // Submits a new job with `id_or_name`'s code snapshot, spec (with
   // `overrides`, PATH=VALUE, applied and validated again) and secret
-  // environment, linked to it (reproduces).
+  // environment, linked to it (reproduces). `request_id` as in
+  // SubmitRequest.
   Result<std::shared_ptr<const JobView>> Reproduce(const std::string& id_or_name,
                                                    const std::vector<std::string>& overrides,
-                                                   const std::string& submit_command);
+                                                   const std::string& submit_command,
+                                                   const std::string& request_id = "");
 
   // The job's evidence capsule (docs/evidence.md) as JSON text: the sealed
   // one once the job has ended, else assembled now (log sizes without
