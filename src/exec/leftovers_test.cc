@@ -1,5 +1,5 @@
-// What a killed tau-shim leaves behind, and how it is found and killed;
-// the shim's status reservation and retried status writes. Real processes.
+// What a killed tau-shim leaves behind, and how it is found and killed.
+// Real processes.
 
 #include "exec/leftovers.h"
 
@@ -24,7 +24,6 @@ namespace tau::exec {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 
 // Gone, or a zombie nobody reaped yet (it holds nothing any more).
 bool Gone(int64_t pid) {
@@ -72,28 +71,6 @@ class LeftoversTest : public ::testing::Test {
     ADD_FAILURE() << "no " << name;
     return 0;
   }
-  // Runs a shim to its end; true when it ended.
-  bool RunToEnd(const ShimLaunch& l) {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    ProcessWatcher watcher([&](uint64_t) {
-      std::lock_guard lock(mu);
-      done = true;
-      cv.notify_all();
-    });
-    auto shim = LaunchShim(l);
-    if (!shim.ok() || !watcher.Watch(1, shim->pid).ok()) return false;
-    std::unique_lock lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; });
-  }
-  std::string Log() {
-    std::ifstream in(dir_ / "rank-0.log");
-    std::stringstream buf;
-    buf << in.rdbuf();
-    return buf.str();
-  }
-
   fs::path dir_;
   std::vector<int64_t> started_;
 };
@@ -166,38 +143,6 @@ TEST_F(LeftoversTest, AShimOfAnEarlierBootLeftNothing) {
   Leftovers left = KillLeftovers(attempt);
   EXPECT_TRUE(left.rebooted);
   EXPECT_EQ(left.alive, 0);
-}
-
-TEST_F(LeftoversTest, AFailingStatusWriteIsRetried) {
-  ShimLaunch l = Launch({"/bin/sh", "-c", "exit 4"}, kAttemptEnv);
-  l.fail_status_writes = 2;
-  ASSERT_TRUE(RunToEnd(l));
-  auto status = ReadExitStatus(l.status_path);
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
-  EXPECT_EQ(status->exit_code, 4);
-  EXPECT_THAT(Log(), HasSubstr("(try 2): No space left on device"));
-  EXPECT_FALSE(fs::exists(l.status_path + ".tmp"));
-}
-
-TEST_F(LeftoversTest, AStatusThatCannotBeWrittenLeavesItsReservation) {
-  ShimLaunch l = Launch({"/bin/sh", "-c", "exit 0"}, kAttemptEnv);
-  l.fail_status_writes = 1000;
-  l.status_retry_ms = 300;
-  ASSERT_TRUE(RunToEnd(l));
-  auto status = ReadExitStatus(l.status_path);
-  EXPECT_EQ(status.status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(StatusReserved(l.status_path)) << "the job ran: its end is unknown, not never started";
-}
-
-TEST_F(LeftoversTest, AStatusLeftInTheReservationIsRead) {
-  // The shim wrote the whole status but could not rename it.
-  std::ofstream(dir_ / "status.json.tmp") << "{\"version\":1,\"exit_code\":3,\"signal\":null}\n      \n";
-  auto status = ReadExitStatus((dir_ / "status.json").string());
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
-  EXPECT_EQ(status->exit_code, 3);
-  // Blanks only: reserved, but no status.
-  std::ofstream(dir_ / "status.json.tmp", std::ios::trunc) << std::string(4095, ' ') << "\n";
-  EXPECT_EQ(ReadExitStatus((dir_ / "status.json").string()).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace
