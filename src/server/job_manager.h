@@ -302,6 +302,8 @@ class JobManager {
   // (job_manager_lost.cc): every process of the rank is killed before the
   // rank ends, so a retry never runs beside what is left of this attempt.
   void ShimLost(Job& job, int rank);
+  // Where the processes of rank `rank` of the current attempt are found.
+  RankSweep SweepOf(const Job& job, int rank) const;
   void ArmSweepTimer();
   bool sweep_timer_armed_ = false;
   // Watches a started or adopted rank.

@@ -20,18 +20,24 @@ constexpr auto kSweepInterval = std::chrono::milliseconds(200);
 
 }  // namespace
 
+RankSweep JobManager::SweepOf(const Job& job, int rank) const {
+  const int64_t n = job.rec.attempt;
+  RankSweep sweep;
+  sweep.lock_path = home_.attempt_lock(job.rec.id, n, rank).string();
+  sweep.status_path = home_.status_file(job.rec.id, n, rank).string();
+  sweep.env = {"TAU_JOB_ID=" + job.rec.id, fmt::format("TAU_ATTEMPT={}", n), fmt::format("TAU_WORKER_INDEX={}", rank)};
+  const std::string& leaf = job.ranks[static_cast<size_t>(rank)].cgroup;
+  if (options_.cgroups && !leaf.empty()) sweep.cgroup_dir = options_.cgroups->LeafPath(leaf);
+  return sweep;
+}
+
 void JobManager::ShimLost(Job& job, int rank) {
   Job::Rank& r = job.ranks[static_cast<size_t>(rank)];
   if (r.done) return;
   if (r.token) jobs_by_token_.erase(r.token);
   r.token = 0;
   const int64_t n = job.rec.attempt;
-  RankSweep sweep;
-  sweep.lock_path = home_.attempt_lock(job.rec.id, n, rank).string();
-  sweep.status_path = home_.status_file(job.rec.id, n, rank).string();
-  sweep.env = {"TAU_JOB_ID=" + job.rec.id, fmt::format("TAU_ATTEMPT={}", n), fmt::format("TAU_WORKER_INDEX={}", rank)};
-  if (options_.cgroups && !r.cgroup.empty()) sweep.cgroup_dir = options_.cgroups->LeafPath(r.cgroup);
-  const RankRemains remains = runner_->Sweep(sweep);
+  const RankRemains remains = runner_->Sweep(SweepOf(job, rank));
   if (remains.alive > 0) {
     r.killed_leftovers = true;
     if (!r.draining) {

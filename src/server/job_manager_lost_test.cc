@@ -17,7 +17,9 @@ class LostTest : public JobManagerTest {
   // The newest started shim is gone without writing a status.
   void ShimGone(JobManager& jobs, FakeRunner& runner) { jobs.OnShimExit(runner.TokenOf(runner.next_pid - 1)); }
   bool HasEvent(const std::string& id, const std::string& type) {
-    for (const auto& e : *store_->LoadEvents(id, 0, 1000)) {
+    auto events = store_->LoadEvents(id, 0, 1000);
+    if (!events.ok()) return false;
+    for (const auto& e : *events) {
       if (e.type == type) return true;
     }
     return false;
@@ -161,6 +163,33 @@ TEST_F(LostTest, ARestartedDaemonDoesNotRequeueAStartingAttemptWhoseJobRan) {
   jobs->SweepLostRanks();
   EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
   EXPECT_EQ(View(id)->job.reason, "Lost");
+}
+
+TEST_F(LostTest, AGangEndsLostOnlyOnceTheLostRanksProcessesAndTheOtherRanksAreGone) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id =
+      (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 2, cpus: 500m, memory: 256Mi}\n")))
+          ->job.id;
+  ASSERT_EQ(runner.starts.size(), 2u);
+  const int64_t rank0 = runner.next_pid - 2, rank1 = runner.next_pid - 1;
+  const std::string status1 = home().status_file(id, 1, 1).string();
+  runner.leftovers[status1] = 3;
+  jobs->OnShimExit(runner.TokenOf(rank1));
+  ASSERT_FALSE(runner.sweeps.empty());
+  EXPECT_THAT(runner.sweeps.back().env, ::testing::Contains("TAU_WORKER_INDEX=1"));
+  EXPECT_THAT(runner.stopped, ::testing::Contains(rank0)) << "the rest of the gang is stopped at once";
+  // Rank 0 stops as asked; rank 1's leftovers are still dying.
+  exec::ExitStatus stopped;
+  stopped.signal = 15;
+  stopped.terminated_by = "signal";
+  runner.statuses[home().status_file(id, 1, 0).string()] = stopped;
+  jobs->OnShimExit(runner.TokenOf(rank0));
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  runner.leftovers[status1] = 0;
+  jobs->SweepLostRanks();
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Lost") << View(id)->job.message;
 }
 
 }  // namespace

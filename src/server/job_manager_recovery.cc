@@ -110,12 +110,7 @@ Status JobManager::Recover() {
       // A shim may have started the job and died with the daemon: then the
       // attempt did start, and what is left of it is dealt with below.
       for (int r = 0; r < workers; ++r) {
-        RankSweep sweep;
-        sweep.lock_path = home_.attempt_lock(job.rec.id, n, r).string();
-        sweep.status_path = home_.status_file(job.rec.id, n, r).string();
-        sweep.env = {"TAU_JOB_ID=" + job.rec.id, fmt::format("TAU_ATTEMPT={}", n), fmt::format("TAU_WORKER_INDEX={}", r)};
-        if (options_.cgroups) sweep.cgroup_dir = options_.cgroups->LeafPath(job.ranks[static_cast<size_t>(r)].cgroup);
-        RankRemains remains = runner_->Sweep(sweep);
+        RankRemains remains = runner_->Sweep(SweepOf(job, r));
         job.ranks[static_cast<size_t>(r)].killed_leftovers = remains.alive > 0;
         if (remains.alive > 0 || remains.may_have_run) ++seen;
       }
