@@ -74,12 +74,19 @@ std::map<std::string, std::string> Headers(const std::string& token, const char*
 
 }  // namespace
 
-// Sends one request, reconnecting once when a kept-alive connection turns
-// out to be closed.
+// Sends one request. A kept-alive connection the server has closed
+// meanwhile is replaced before a request that may not be resent; when the
+// connection closes under a resendable request, it is sent once more over a
+// fresh one. A request that may not be resent is never sent twice: losing
+// the connection after sending it is an error that says its outcome is
+// unknown.
 static Result<HttpConnection::Response> Send(const ServerEndpoint& ep, std::optional<HttpConnection>* conn,
                                              std::string_view method, std::string_view path,
-                                             std::string_view body, const char* content_type) {
+                                             std::string_view body, const char* content_type,
+                                             ApiClient::Resend resend) {
+  const bool safe = resend == ApiClient::Resend::kSafe;
   for (int tries = 0; tries < 2; ++tries) {
+    if (conn->has_value() && !safe && (*conn)->PeerClosed()) conn->reset();
     bool reused = conn->has_value();
     if (!reused) {
       auto opened = HttpConnection::Open(ep.url, kConnectTimeoutMs);
@@ -91,30 +98,39 @@ static Result<HttpConnection::Response> Send(const ServerEndpoint& ep, std::opti
     auto res = (*conn)->Request(method, path, Headers(ep.token, content_type), body, kReadTimeoutMs);
     if (res.ok()) return res;
     conn->reset();
-    if (!reused) return res.error();
+    if (!safe) {
+      return UnavailableError(fmt::format(
+          "lost the connection to taugridd at {} during {} {} ({}); it may have been carried out, so it was not "
+          "sent again: check (tau list, tau status) before repeating it",
+          ep.url, method, path, res.error().message()));
+    }
+    // A resendable request goes once more over a fresh connection when the
+    // connection closed under it (not when the server was too slow).
+    if (!reused && res.error().code() != StatusCode::kUnavailable) return res.error();
+    if (tries == 1) return res.error();
   }
   return UnavailableError("unreachable");
 }
 
 Result<nlohmann::json> ApiClient::Get(std::string_view path) {
-  TAU_ASSIGN_OR_RETURN(auto res, Send(endpoint_, &connection_->http, "GET", path, "", nullptr));
+  TAU_ASSIGN_OR_RETURN(auto res, Send(endpoint_, &connection_->http, "GET", path, "", nullptr, Resend::kSafe));
   return ToJson(res);
 }
 
-Result<nlohmann::json> ApiClient::Post(std::string_view path, const nlohmann::json& body) {
+Result<nlohmann::json> ApiClient::Post(std::string_view path, const nlohmann::json& body, Resend resend) {
   std::string text = body.dump();
-  TAU_ASSIGN_OR_RETURN(auto res, Send(endpoint_, &connection_->http, "POST", path, text, "application/json"));
+  TAU_ASSIGN_OR_RETURN(auto res, Send(endpoint_, &connection_->http, "POST", path, text, "application/json", resend));
   return ToJson(res);
 }
 
 Status ApiClient::Delete(std::string_view path) {
-  TAU_ASSIGN_OR_RETURN(auto res, Send(endpoint_, &connection_->http, "DELETE", path, "", nullptr));
+  TAU_ASSIGN_OR_RETURN(auto res, Send(endpoint_, &connection_->http, "DELETE", path, "", nullptr, Resend::kNever));
   return ToJson(res).status();
 }
 
 Status ApiClient::PutBlob(std::string_view digest, std::string_view data) {
   TAU_ASSIGN_OR_RETURN(auto res, Send(endpoint_, &connection_->http, "PUT", fmt::format("/api/v1/blobs/{}", digest),
-                                      data, "application/octet-stream"));
+                                      data, "application/octet-stream", Resend::kSafe));
   return ToJson(res).status();
 }
 

@@ -27,8 +27,18 @@ class ApiClient {
   ~ApiClient();
   ApiClient(ApiClient&&) noexcept;
 
+  // Whether a request may be sent again when the connection is lost after
+  // it was sent (the server may have carried it out).
+  enum class Resend {
+    kNever,  // it changes something each time: the loss is an error that says so
+    kSafe,   // repeating it changes nothing more (a GET, a content-addressed
+             // upload, a body with a request_id the server deduplicates)
+  };
+
+  // GETs and blob uploads are resent once over a fresh connection when a
+  // kept-alive one turns out to be closed.
   Result<nlohmann::json> Get(std::string_view path);
-  Result<nlohmann::json> Post(std::string_view path, const nlohmann::json& body);
+  Result<nlohmann::json> Post(std::string_view path, const nlohmann::json& body, Resend resend = Resend::kNever);
   Status Delete(std::string_view path);
   Status PutBlob(std::string_view digest, std::string_view data);
   // GET `path` and hand each chunk of the body to `on_data` as it arrives;

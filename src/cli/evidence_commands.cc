@@ -11,6 +11,7 @@
 #include "cli/capsule_diff.h"
 #include "cli/command_support.h"
 #include "common/strings.h"
+#include "common/tau_home.h"
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
 #include "cli/table.h"
@@ -111,7 +112,9 @@ int RunReproduce(const std::string& job, const std::vector<std::string>& overrid
   if (!client.ok()) return Fail(client.error());
   // The server applies the overrides to the stored spec (whose secret
   // values the capsule does not show) and validates it again.
-  auto submitted = client->Post(JobPath(job) + "/reproduce", {{"set", overrides}, {"submit_command", command_line}});
+  auto submitted = client->Post(JobPath(job) + "/reproduce",
+                                {{"set", overrides}, {"submit_command", command_line}, {"request_id", NewRequestId()}},
+                                ApiClient::Resend::kSafe);
   if (!submitted.ok()) {
     if (submitted.error().code() == StatusCode::kInvalidArgument) {
       std::fprintf(stderr, "%s\n", submitted.error().message().c_str());

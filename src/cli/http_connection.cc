@@ -85,6 +85,16 @@ HttpConnection::~HttpConnection() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+bool HttpConnection::PeerClosed() const {
+  if (fd_ < 0) return true;
+  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  int rc;
+  do {
+    rc = ::poll(&p, 1, 0);
+  } while (rc < 0 && errno == EINTR);
+  return rc != 0;
+}
+
 Status HttpConnection::Send(std::string_view method, std::string_view path,
                             const std::map<std::string, std::string>& headers, std::string_view body) {
   if (fd_ < 0) return UnavailableError("the connection is closed");

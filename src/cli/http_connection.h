@@ -32,6 +32,10 @@ class HttpConnection {
                            const std::map<std::string, std::string>& headers,
                            std::string_view body, int read_timeout_ms);
 
+  // True when the server has closed this idle connection (or sent
+  // something unasked): a request sent on it now would be lost.
+  bool PeerClosed() const;
+
   // Like Request, but hands the body to `on_data` as it arrives when the
   // status is below 400 (an error body is collected in the Response).
   // `on_data` returning false closes the connection and ends the call.

@@ -24,6 +24,7 @@
 #include "cli/table.h"
 #include "cli/terminal.h"
 #include "common/duration.h"
+#include "common/tau_home.h"
 #include "evidence/git_info.h"
 #include "evidence/snapshot.h"
 #include "render/yaml_emitter.h"
@@ -175,7 +176,10 @@ int RunRun(const RunOptions& o) {
            {"diff_truncated", info->diff_truncated}};
   }
   body["evidence"] = {{"git", git}};
-  auto job = client->Post("/api/v1/jobs", body);
+  // The server creates one job per request id, so the submit may be sent
+  // again after a lost connection without starting the job twice.
+  body["request_id"] = NewRequestId();
+  auto job = client->Post("/api/v1/jobs", body, ApiClient::Resend::kSafe);
   if (!job.ok()) return Fail(job.error());
   std::string id = job->value("id", "");
   if (job->contains("warnings")) {

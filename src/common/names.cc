@@ -87,4 +87,16 @@ Status CheckLabelValue(std::string_view s) {
   return Status::Ok();
 }
 
+Status CheckRequestId(std::string_view text) {
+  if (text.empty() || text.size() > 128) {
+    return InvalidArgumentError(fmt::format("request_id must be 1 to 128 characters long, not {}", text.size()));
+  }
+  for (char c : text) {
+    if (!IsAlnum(c) && c != '.' && c != '_' && c != ':' && c != '-') {
+      return InvalidArgumentError(fmt::format("request_id \"{}\" may hold only letters, digits and . _ : -", text));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace tau

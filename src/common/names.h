@@ -24,4 +24,7 @@ Status CheckEnvVarName(std::string_view text);
 // and ending with an alphanumeric character.
 Status CheckLabelValue(std::string_view text);
 
+// A submit's request id (docs/api.md): 1-128 characters [A-Za-z0-9._:-].
+Status CheckRequestId(std::string_view text);
+
 }  // namespace tau

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/tau_home.h"
+
 namespace tau {
 namespace {
 
@@ -41,6 +43,17 @@ TEST(NamesTest, LabelValue) {
   EXPECT_FALSE(CheckLabelValue("-x").ok());
   EXPECT_FALSE(CheckLabelValue("a b").ok());
   EXPECT_FALSE(CheckLabelValue(std::string(64, 'a')).ok());
+}
+
+TEST(NamesTest, RequestId) {
+  EXPECT_TRUE(CheckRequestId("r_abc2").ok());
+  EXPECT_TRUE(CheckRequestId("550e8400-e29b-41d4-a716-446655440000").ok());
+  EXPECT_TRUE(CheckRequestId(NewRequestId()).ok());
+  EXPECT_NE(NewRequestId(), NewRequestId());
+  EXPECT_FALSE(CheckRequestId("").ok());
+  EXPECT_FALSE(CheckRequestId(std::string(129, 'a')).ok());
+  Status st = CheckRequestId("a/b");
+  EXPECT_NE(st.message().find("may hold only"), std::string::npos) << st.message();
 }
 
 }  // namespace

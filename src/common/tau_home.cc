@@ -50,6 +50,18 @@ std::string NewJobId() {
   return id;
 }
 
+std::string NewRequestId() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+  unsigned char bytes[26];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    std::random_device rd;
+    for (auto& b : bytes) b = static_cast<unsigned char>(rd());
+  }
+  std::string id = "r_";
+  for (unsigned char b : bytes) id += kAlphabet[b % 32];
+  return id;
+}
+
 bool IsJobId(std::string_view s) {
   if (s.size() != 12 || !s.starts_with("j_")) return false;
   for (char c : s.substr(2)) {

@@ -48,6 +48,8 @@ class TauHome {
 // A new job id: "j_" and 10 random characters from a-z and 2-7 (base32),
 // which is never a valid job name (names cannot contain '_').
 std::string NewJobId();
+// A fresh random submit request id: "r_" + 26 characters of a-z2-7.
+std::string NewRequestId();
 bool IsJobId(std::string_view text);
 
 }  // namespace tau

@@ -1,6 +1,7 @@
 #include "exec/exit_status.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <fstream>
@@ -32,12 +33,24 @@ Result<ExitStatus> ParseExitStatus(std::string_view text) {
 
 Result<ExitStatus> ReadExitStatus(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return ErrnoError(errno, fmt::format("read {}", path));
+  if (!in) {
+    int err = errno;
+    // The reservation holds blanks until the whole status is written into it.
+    std::ifstream tmp(path + ".tmp");
+    std::stringstream text;
+    if (tmp) text << tmp.rdbuf();
+    if (auto parsed = ParseExitStatus(text.str()); err == ENOENT && parsed.ok()) return parsed;
+    return ErrnoError(err, fmt::format("read {}", path));
+  }
   std::stringstream buf;
   buf << in.rdbuf();
   auto status = ParseExitStatus(buf.str());
   if (!status.ok()) return status.error().WithContext(path);
   return status;
+}
+
+bool StatusReserved(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0 || ::access((path + ".tmp").c_str(), F_OK) == 0;
 }
 
 }  // namespace tau::exec

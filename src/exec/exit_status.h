@@ -29,8 +29,13 @@ struct ExitStatus {
 // Parses a status file's text.
 Result<ExitStatus> ParseExitStatus(std::string_view json);
 
-// Reads and parses the status file at `path`; NotFound when it does not
-// exist (the attempt has not ended, or its shim was killed).
+// Reads and parses the status file at `path`, or the complete status left
+// in PATH.tmp when the shim could not rename it; NotFound when neither
+// holds one (the attempt has not ended, or its shim was killed).
 Result<ExitStatus> ReadExitStatus(const std::string& path);
+
+// Whether the shim reserved the status file (PATH.tmp or PATH exists): it
+// does so just before it starts the job, so without it the job never ran.
+bool StatusReserved(const std::string& path);
 
 }  // namespace tau::exec

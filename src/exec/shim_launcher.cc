@@ -62,6 +62,14 @@ Result<ShimProcess> LaunchShim(const ShimLaunch& l) {
     args.push_back("--rlimit-data");
     args.push_back(std::to_string(l.rlimit_data));
   }
+  if (l.status_retry_ms > 0) {
+    args.push_back("--status-retry-ms");
+    args.push_back(std::to_string(l.status_retry_ms));
+  }
+  if (l.fail_status_writes > 0) {
+    args.push_back("--fail-status-writes");
+    args.push_back(std::to_string(l.fail_status_writes));
+  }
   args.push_back("--");
   args.insert(args.end(), l.argv.begin(), l.argv.end());
   std::vector<char*> argv;

@@ -25,6 +25,10 @@ struct ShimLaunch {
   // RLIMIT_DATA in bytes (0 for none).
   std::string cpu_list;
   int64_t rlimit_data = 0;
+  // How long a failing status write is retried (0: the shim's default),
+  // and, for tests, how many status writes fail on purpose.
+  int64_t status_retry_ms = 0;
+  int fail_status_writes = 0;
 };
 
 struct ShimProcess {

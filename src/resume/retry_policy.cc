@@ -17,6 +17,7 @@ std::string ConditionName(EndCause cause, int exit_code) {
     case EndCause::kNodeLost: return "node_lost";
     case EndCause::kOom: return "oom";
     case EndCause::kExitCode: return fmt::format("exit:{}", exit_code);
+    case EndCause::kUnknown: return "unknown";
     case EndCause::kFinal: return "";
   }
   return "";

@@ -16,6 +16,7 @@ enum class EndCause {
   kNodeLost,   // the machine or its supervisor went away (reason Lost)
   kOom,        // the kernel's OOM killer (reason OOMKilled)
   kExitCode,   // a non-zero exit code
+  kUnknown,    // the attempt's end was not recorded and nothing of it runs (reason Unknown)
   kFinal,      // anything else: success, cancel, setup failure, deadline, signal
 };
 
@@ -34,7 +35,7 @@ struct RetryDecision {
   bool charged = false;  // counts against max_restarts (else interruptions)
   std::chrono::milliseconds delay{0};
   // The TAU_RETRY_REASON of the next attempt: "preempted", "gpu_fault",
-  // "node_lost", "oom" or "exit:CODE".
+  // "node_lost", "oom", "unknown" or "exit:CODE".
   std::string reason;
   // Why not, when retry is false and the cause could have been retried.
   std::string refusal;
@@ -47,7 +48,7 @@ std::string ConditionName(EndCause cause, int exit_code);
 //   - interruptions are retried up to `max_interruptions` in all (0: none);
 //     preemption at once (the job goes back to its queue), the others
 //     after a backoff;
-//   - oom and exit codes only when retry.on names them, up to
+//   - oom, unknown and exit codes only when retry.on names them, up to
 //     retry.max_restarts in all;
 //   - the backoff of the n-th retry of a kind is min(backoff·2^(n-1),
 //     max_backoff), less a random 0–25 % (`jitter` in [0, 1)) so that jobs

@@ -13,6 +13,7 @@
 
 #include "common/beneath.h"
 #include "common/log.h"
+#include "common/names.h"
 #include "evidence/file_list.h"
 #include "evidence/tar_stream.h"
 #include "server/api_http.h"
@@ -139,7 +140,14 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
       }
     }
     std::string command = body.value("submit_command", "tau reproduce " + id);
-    auto job = ctx.loop->Call([&] { return ctx.jobs->Reproduce(id, overrides, command); });
+    if (body.contains("request_id") && !body["request_id"].is_string()) {
+      return SendError(res, InvalidArgumentError("\"request_id\" is a string"));
+    }
+    std::string request_id = body.value("request_id", "");
+    if (body.contains("request_id")) {
+      if (Status st = CheckRequestId(request_id); !st.ok()) return SendError(res, st);
+    }
+    auto job = ctx.loop->Call([&] { return ctx.jobs->Reproduce(id, overrides, command, request_id); });
     if (!job.ok()) return SendError(res, job.error());
     SendJson(res, JobToJson(**job), 201);
   });

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/beneath.h"
+#include "common/names.h"
 #include "common/duration.h"
 #include "common/log.h"
 #include "evidence/snapshot.h"
@@ -273,6 +274,13 @@ class ApiServer::Impl {
           submit.client_evidence_json = (*body)["evidence"].dump();
         }
         submit.reproduces = body->value("reproduces", "");
+        if (body->contains("request_id")) {
+          if (!body->at("request_id").is_string()) {
+            return SendError(res, InvalidArgumentError("\"request_id\" is a string"));
+          }
+          submit.request_id = body->at("request_id").get<std::string>();
+          if (Status st = CheckRequestId(submit.request_id); !st.ok()) return SendError(res, st);
+        }
         if (body->contains("secret_env")) {
           for (auto it = (*body)["secret_env"].begin(); it != (*body)["secret_env"].end(); ++it) {
             submit.secret_env.emplace_back(it.key(), it.value().get<std::string>());

@@ -1,5 +1,7 @@
 #include "server/attempt_runner.h"
 
+#include "exec/leftovers.h"
+
 namespace tau::server {
 
 Result<exec::ShimProcess> LocalAttemptRunner::Start(const AttemptStart& s) {
@@ -17,6 +19,23 @@ Result<exec::ShimProcess> LocalAttemptRunner::Start(const AttemptStart& s) {
   launch.cpu_list = s.cpu_list;
   launch.rlimit_data = s.rlimit_data;
   return exec::LaunchShim(launch);
+}
+
+}  // namespace tau::server
+
+namespace tau::server {
+
+RankRemains LocalAttemptRunner::Sweep(const RankSweep& sweep) {
+  exec::AttemptProcesses attempt;
+  attempt.shim = exec::ReadShimRecord(sweep.lock_path);
+  attempt.env = sweep.env;
+  attempt.cgroup_dir = sweep.cgroup_dir;
+  exec::Leftovers left = exec::KillLeftovers(attempt);
+  RankRemains remains;
+  remains.alive = left.alive;
+  remains.rebooted = left.rebooted;
+  remains.may_have_run = exec::StatusReserved(sweep.status_path);
+  return remains;
 }
 
 }  // namespace tau::server

@@ -29,6 +29,21 @@ struct AttemptStart {
   int64_t rlimit_data = 0; // without cgroups: RLIMIT_DATA
 };
 
+// One rank of an attempt whose shim is gone without a status.
+struct RankSweep {
+  std::string lock_path;
+  std::string status_path;
+  std::vector<std::string> env;  // KEY=VALUE its processes carry (exec::AttemptProcesses)
+  std::string cgroup_dir;        // "" when it has no cgroup
+};
+
+// What is left of such a rank.
+struct RankRemains {
+  int64_t alive = 0;         // processes still alive, just sent SIGKILL
+  bool rebooted = false;     // the machine restarted since the shim ran
+  bool may_have_run = true;  // the shim got as far as starting the job
+};
+
 // The executor seam of the control plane: starts, stops and watches
 // attempts. The local implementation runs each under tau-shim; the
 // Kubernetes backend will create pods instead.
@@ -43,6 +58,10 @@ class AttemptRunner {
   // Pid of the live shim holding an attempt's lock, if any.
   virtual std::optional<int64_t> LockHolder(const std::string& lock_path) = 0;
   virtual Result<exec::ExitStatus> ReadStatus(const std::string& status_path) = 0;
+  // Kills what is left of a rank whose shim is gone without a status (its
+  // session, processes carrying its environment, its cgroup) and says how
+  // many processes were still alive; the caller repeats it until none is.
+  virtual RankRemains Sweep(const RankSweep& sweep) = 0;
 };
 
 // Runs attempts as local processes under tau-shim.
@@ -60,6 +79,7 @@ class LocalAttemptRunner final : public AttemptRunner {
   Result<exec::ExitStatus> ReadStatus(const std::string& path) override {
     return exec::ReadExitStatus(path);
   }
+  RankRemains Sweep(const RankSweep& sweep) override;
 
  private:
   std::string shim_path_;

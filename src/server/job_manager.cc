@@ -125,6 +125,24 @@ void JobManager::LogStoreFailure(const Job& job, const Status& st) {
 
 Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& req) {
   TAU_ASSIGN_OR_RETURN(spec::JobSpec spec, DecodeSpec(req.spec_json));
+  if (!req.request_id.empty()) {
+    TAU_RETURN_IF_ERROR(CheckRequestId(req.request_id));
+    TAU_ASSIGN_OR_RETURN(auto seen, store_->FindSubmitRequest(req.request_id));
+    if (seen) {
+      if (seen->spec_sha256 != spec::JobSpecSha256(spec)) {
+        return InvalidArgumentError(fmt::format("request_id \"{}\" was already used to submit another spec (job {}); "
+                                                "each submit needs a new request_id",
+                                                req.request_id, seen->job_id));
+      }
+      auto job = Find(seen->job_id);
+      if (!job.ok()) {
+        return AlreadyExistsError(fmt::format("request_id \"{}\" already submitted job {}, which has been removed",
+                                              req.request_id, seen->job_id));
+      }
+      if (!(*job)->view) Publish();
+      return (*job)->view;
+    }
+  }
   if (spec.run.workload_kind == spec::WorkloadKind::kRayJob) {
     TAU_RETURN_IF_ERROR(RayPython().status());
   }
@@ -222,6 +240,9 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   {
     TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
     Status st = store_->InsertJob(job->rec);
+    if (st.ok() && !req.request_id.empty()) {
+      st = store_->InsertSubmitRequest({req.request_id, job->rec.id, job->rec.spec_sha256, job->rec.created_at});
+    }
     if (st.ok()) st = AppendEvent(*job, "Submitted", "", fmt::format("queued in {}/{}", job->rec.workspace, job->rec.queue));
     if (st.ok()) st = txn.Commit();
     if (!st.ok()) {

@@ -39,6 +39,10 @@ struct SubmitRequest {
   std::string client_evidence_json;
   // The job this one reproduces (tau reproduce), "" for none.
   std::string reproduces;
+  // Chosen by the client, unique per submit ("" for none): a submit whose
+  // id was seen before creates nothing and returns the job the first one
+  // created, so a client may send it again after a lost connection.
+  std::string request_id;
 };
 
 struct JobManagerOptions {
@@ -174,10 +178,12 @@ class JobManager {
 
   // Submits a new job with `id_or_name`'s code snapshot, spec (with
   // `overrides`, PATH=VALUE, applied and validated again) and secret
-  // environment, linked to it (reproduces).
+  // environment, linked to it (reproduces). `request_id` as in
+  // SubmitRequest.
   Result<std::shared_ptr<const JobView>> Reproduce(const std::string& id_or_name,
                                                    const std::vector<std::string>& overrides,
-                                                   const std::string& submit_command);
+                                                   const std::string& submit_command,
+                                                   const std::string& request_id = "");
 
   // The job's evidence capsule (docs/evidence.md) as JSON text: the sealed
   // one once the job has ended, else assembled now (log sizes without
@@ -211,6 +217,11 @@ class JobManager {
   // calls it periodically (checkpoint_index_interval).
   void RefreshRunningCheckpoints();
 
+  // Sweeps again the ranks whose shim is gone while processes of theirs
+  // still run, and ends those with none left (job_manager_lost.cc). Runs
+  // from the timer JobManagerOptions::after arms; tests call it by hand.
+  void SweepLostRanks();
+
  private:
   struct Job {
     store::JobRecord rec;
@@ -227,11 +238,18 @@ class JobManager {
       std::optional<exec::ShimProcess> shim;
       uint64_t token = 0;
       bool done = false;
+      // Its shim is gone without a status and processes of it were found
+      // alive: they are being killed, and the rank ends once none is left.
+      bool draining = false;
+      bool killed_leftovers = false;  // processes of it were found after its shim was gone
     };
     std::vector<Rank> ranks;
     // The first rank that failed; the others are being stopped.
     std::optional<Result<exec::ExitStatus>> first_failure;
     bool oom_killed = false;  // the kernel OOM-killed a process of a rank
+    // A rank's shim is gone with no status and nothing of it left running:
+    // how the attempt ended is unknown (reason Unknown, not an interruption).
+    bool end_unknown = false;
     std::vector<int> gpu_indexes;
     // TAU_RESUME_FROM of the current attempt ("" for none).
     std::string resumed_from;
@@ -280,6 +298,14 @@ class JobManager {
   // the other ranks on the first failure, and finishes the attempt once
   // every rank has ended.
   void RankEnded(Job& job, int rank, const Result<exec::ExitStatus>& status);
+  // A rank's shim is gone without recording an exit status
+  // (job_manager_lost.cc): every process of the rank is killed before the
+  // rank ends, so a retry never runs beside what is left of this attempt.
+  void ShimLost(Job& job, int rank);
+  // Where the processes of rank `rank` of the current attempt are found.
+  RankSweep SweepOf(const Job& job, int rank) const;
+  void ArmSweepTimer();
+  bool sweep_timer_armed_ = false;
   // Watches a started or adopted rank.
   void WatchRank(Job& job, int rank, exec::ShimProcess shim);
   void StopRanks(Job& job);

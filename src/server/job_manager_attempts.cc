@@ -356,13 +356,16 @@ void JobManager::Release(Job& job) {
   job.ranks.clear();
   job.first_failure.reset();
   job.oom_killed = false;
+  job.end_unknown = false;
 }
 
 void JobManager::OnShimExit(uint64_t token) {
   auto it = jobs_by_token_.find(token);
   if (it == jobs_by_token_.end()) return;
   auto [job, rank] = it->second;
-  RankEnded(*job, rank, runner_->ReadStatus(home_.status_file(job->rec.id, job->rec.attempt, rank).string()));
+  auto status = runner_->ReadStatus(home_.status_file(job->rec.id, job->rec.attempt, rank).string());
+  if (!status.ok() && status.error().code() == StatusCode::kNotFound) ShimLost(*job, rank);
+  else RankEnded(*job, rank, status);
   RunAdmission();
   Publish();
 }
@@ -414,8 +417,14 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   job.rec.exit_code.reset();
   if (!status.ok()) {
     if (status.error().code() == StatusCode::kNotFound && attempt.state == AttemptState::kRunning) {
-      reason = "Lost";
-      message = "the attempt's supervisor (tau-shim) ended without recording an exit status";
+      // ShimLost's message says which of the two it is.
+      reason = job.end_unknown ? "Unknown" : "Lost";
+      message = status.error().message();
+      if (job.rec.cancel_requested) {
+        state = JobState::kCancelled;
+        reason = "Cancelled";
+        message = "cancelled while running (" + message + ")";
+      }
     } else {
       reason = "SetupFailed";
       message = status.error().message();

@@ -184,7 +184,8 @@ void JobManager::SealEvidence(Job& job) {
 
 Result<std::shared_ptr<const JobView>> JobManager::Reproduce(const std::string& id_or_name,
                                                              const std::vector<std::string>& overrides,
-                                                             const std::string& submit_command) {
+                                                             const std::string& submit_command,
+                                                             const std::string& request_id) {
   TAU_ASSIGN_OR_RETURN(Job * original, Find(id_or_name));
   auto spec_json = nlohmann::json::parse(original->rec.spec_json, nullptr, false);
   if (spec_json.is_discarded()) return InternalError(fmt::format("job {}'s stored spec is not JSON", original->rec.id));
@@ -201,6 +202,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Reproduce(const std::string& 
   request.submit_command = submit_command;
   request.secret_env = original->secret_env;
   request.reproduces = original->rec.id;
+  request.request_id = request_id;
   return Submit(request);
 }
 

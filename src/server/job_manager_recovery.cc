@@ -107,6 +107,15 @@ Status JobManager::Recover() {
       }
     }
     if (seen == 0 && current.state == AttemptState::kStarting) {
+      // A shim may have started the job and died with the daemon: then the
+      // attempt did start, and what is left of it is dealt with below.
+      for (int r = 0; r < workers; ++r) {
+        RankRemains remains = runner_->Sweep(SweepOf(job, r));
+        job.ranks[static_cast<size_t>(r)].killed_leftovers = remains.alive > 0;
+        if (remains.alive > 0 || remains.may_have_run) ++seen;
+      }
+    }
+    if (seen == 0 && current.state == AttemptState::kStarting) {
       // No shim ever ran this attempt: give it back to the queue, same number.
       Release(job);
       job.rec.state = JobState::kQueued;
@@ -145,13 +154,12 @@ Status JobManager::Recover() {
     // not have been sent before the daemon went down.
     if (job.rec.cancel_requested || !job.rec.preempted_by.empty() || !job.rec.gpu_fault.empty()) StopRanks(job);
     // Ranks that ended meanwhile count now; one with neither a live shim nor
-    // a status lost its shim (reason Lost). The last one finishes the attempt.
-    for (int r = 0; r < workers; ++r) {
+    // a status lost its shim: what is left of it is killed first (ShimLost).
+    // The last one finishes the attempt.
+    for (int r = 0; r < workers && r < static_cast<int>(job.ranks.size()); ++r) {
       if (alive[static_cast<size_t>(r)].pid > 0) continue;
-      Result<exec::ExitStatus> status = ended[static_cast<size_t>(r)]
-                                            ? *ended[static_cast<size_t>(r)]
-                                            : Result<exec::ExitStatus>(NotFoundError("no exit status"));
-      RankEnded(job, r, status);
+      if (ended[static_cast<size_t>(r)]) RankEnded(job, r, *ended[static_cast<size_t>(r)]);
+      else ShimLost(job, r);
     }
   }
   ArmRetryTimer();  // backoffs that were running when the daemon stopped

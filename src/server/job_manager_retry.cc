@@ -23,6 +23,7 @@ resume::EndCause CauseOf(const std::string& reason) {
   if (reason == "Lost") return resume::EndCause::kNodeLost;
   if (reason == "OOMKilled") return resume::EndCause::kOom;
   if (reason == "ExitCode") return resume::EndCause::kExitCode;
+  if (reason == "Unknown") return resume::EndCause::kUnknown;
   return resume::EndCause::kFinal;
 }
 

@@ -110,7 +110,8 @@ TEST_F(RetryTest, InterruptionsAreRetriedWithoutARetryBlockUpToTheirOwnLimit) {
   FakeRunner runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
-  EndLatest(*jobs, runner, id, 1, std::nullopt);  // the shim vanished: Lost
+  runner.rebooted = true;  // the machine went away with the attempt: Lost
+  EndLatest(*jobs, runner, id, 1, std::nullopt);
   EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
   EXPECT_EQ(View(id)->job.interruptions, 1);
   EXPECT_EQ(View(id)->job.restarts, 0);

@@ -45,6 +45,44 @@ TEST_F(JobManagerTest, SubmitStartsAndAnExitEndsTheJob) {
   EXPECT_EQ(View(id)->job.reason, "Completed");
 }
 
+TEST_F(JobManagerTest, ASubmitSentAgainWithItsRequestIdCreatesNoSecondJob) {
+  FakeRunner runner;
+  std::string id;
+  {
+    auto jobs = Manager(&runner);
+    SubmitRequest req = Request(kJob);
+    req.request_id = "r_once";
+    id = (*jobs->Submit(req))->job.id;
+    auto again = jobs->Submit(req);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ((*again)->job.id, id);
+    EXPECT_EQ(publisher_.Current()->jobs.size(), 1u);
+    EXPECT_EQ(runner.starts.size(), 1u);
+    // Another spec under the same id is a client bug, not a repeat.
+    SubmitRequest other = Request("name: b\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n");
+    other.request_id = "r_once";
+    auto refused = jobs->Submit(other);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.error().message(), HasSubstr(id));
+    SubmitRequest bad = Request(kJob);
+    bad.request_id = "has space";
+    EXPECT_EQ(jobs->Submit(bad).status().code(), StatusCode::kInvalidArgument);
+  }
+  // After a restart the id is still known.
+  FakeRunner after;
+  after.lock_holders[LockPath(id, 1)] = 4242;
+  auto jobs = Manager(&after);
+  ASSERT_TRUE(jobs->Recover().ok());
+  SubmitRequest req = Request(kJob);
+  req.request_id = "r_once";
+  auto again = jobs->Submit(req);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)->job.id, id);
+  EXPECT_EQ(publisher_.Current()->jobs.size(), 1u);
+  EXPECT_TRUE(after.starts.empty());
+}
+
 TEST_F(JobManagerTest, CapacityQueuesAndReleases) {
   FakeRunner runner;
   auto jobs = Manager(&runner);
@@ -343,9 +381,10 @@ TEST_F(RecoveryTest, AReadoptedAttemptKeepsTheLoadOfTheCpusItIsPinnedTo) {
   EXPECT_EQ(runner.starts[1].cpu_list, "4");
 }
 
-TEST_F(RecoveryTest, AShimThatDiedWithoutAStatusIsLost) {
+TEST_F(RecoveryTest, AnAttemptOfAnEarlierBootIsLost) {
   std::string id = RunningJob();
   FakeRunner runner;
+  runner.rebooted = true;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
   // The machine or the shim went away: an interruption, retried after a
@@ -399,6 +438,7 @@ TEST_F(RecoveryTest, AnAttemptThatNeverStartedRunsOnceUnderTheSameNumber) {
   ASSERT_TRUE(store_->UpsertAttempt(attempts[0]).ok());
 
   FakeRunner runner;
+  runner.never_ran.insert(StatusPath(id, 1));  // no shim reserved a status
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
   ASSERT_EQ(runner.starts.size(), 1u);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "evidence/snapshot.h"
 #include "sched/admission_policy.h"
@@ -46,6 +47,14 @@ class FakeRunner final : public AttemptRunner {
     if (it == statuses.end()) return NotFoundError("no status");
     return it->second;
   }
+  RankRemains Sweep(const RankSweep& sweep) override {
+    sweeps.push_back(sweep);
+    RankRemains r;
+    r.alive = leftovers[sweep.status_path];
+    r.may_have_run = never_ran.count(sweep.status_path) == 0;
+    r.rebooted = rebooted;
+    return r;
+  }
   uint64_t TokenOf(int64_t pid) const {
     for (const auto& [token, p] : watched) {
       if (p == pid) return token;
@@ -60,6 +69,13 @@ class FakeRunner final : public AttemptRunner {
   std::map<std::string, exec::ExitStatus> statuses;
   bool fail_start = false;
   int64_t next_pid = 1000;
+  // What Sweep finds of a rank whose shim is gone, by status path: live
+  // processes (the test lowers the count as they die), ranks whose shim
+  // never started the job, and whether the machine restarted.
+  std::vector<RankSweep> sweeps;
+  std::map<std::string, int64_t> leftovers;
+  std::set<std::string> never_ran;
+  bool rebooted = false;
 };
 
 constexpr char kJob[] = "name: a\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n";

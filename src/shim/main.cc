@@ -3,13 +3,16 @@
 //
 //   tau-shim --status FILE --log FILE [--cwd DIR] [--grace-ms N]
 //            [--deadline-ms N] [--lock-fd N] [--cgroup DIR] [--cpu-list L]
-//            [--rlimit-data BYTES] -- PROGRAM ARGS...
+//            [--rlimit-data BYTES] [--status-retry-ms N]
+//            [--fail-status-writes N] -- PROGRAM ARGS...
 //
 // It starts PROGRAM in its own process group with stdout and stderr
 // appended to the log file, keeps running when its parent (taugridd) dies,
 // turns SIGTERM/SIGINT/SIGHUP into "SIGTERM to the job's process group,
 // SIGKILL after the grace period", enforces the deadline the same way, and
-// finally writes the exit status atomically to the status file.
+// finally writes the exit status atomically to the status file, into
+// space reserved before the job started (so a disk the job filled cannot
+// lose it), retrying for --status-retry-ms when even that fails.
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,6 +47,8 @@ struct Options {
   const char* cgroup = nullptr;  // a cgroup v2 folder to join before starting the job
   const char* cpu_list = nullptr;  // "0,3": CPUs the job may run on (without cgroups)
   long long rlimit_data = 0;       // RLIMIT_DATA for the job in bytes (without cgroups)
+  long long status_retry_ms = 300000;  // how long a failing status write is retried
+  int fail_status_writes = 0;          // fault injection: the first N status writes fail (ENOSPC)
   char** argv = nullptr;
 };
 
@@ -56,7 +61,8 @@ long long NowMs(clockid_t clock) {
 [[noreturn]] void Usage(const char* why) {
   fprintf(stderr, "tau-shim: %s\nusage: tau-shim --status FILE --log FILE [--cwd DIR] "
                   "[--grace-ms N] [--deadline-ms N] [--lock-fd N] [--cgroup DIR] [--cpu-list L] "
-                  "[--rlimit-data BYTES] -- PROGRAM ARGS...\n", why);
+                  "[--rlimit-data BYTES] [--status-retry-ms N] [--fail-status-writes N] "
+                  "-- PROGRAM ARGS...\n", why);
   exit(2);
 }
 
@@ -77,6 +83,8 @@ Options Parse(int argc, char** argv) {
     else if (a == "--cgroup") o.cgroup = value();
     else if (a == "--cpu-list") o.cpu_list = value();
     else if (a == "--rlimit-data") o.rlimit_data = atoll(value());
+    else if (a == "--status-retry-ms") o.status_retry_ms = atoll(value());
+    else if (a == "--fail-status-writes") o.fail_status_writes = atoi(value());
     else if (a == "--") {
       o.argv = argv + i + 1;
       break;
@@ -116,14 +124,56 @@ bool WriteAll(int fd, const std::string& data) {
   return true;
 }
 
-// Writes `json` to PATH.tmp, fsyncs it, renames it over PATH and fsyncs the
-// folder, so readers see either no file or the whole status.
-bool WriteStatusAtomically(const char* path, const std::string& json) {
-  std::string tmp = std::string(path) + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  bool ok = WriteAll(fd, json) && fsync(fd) == 0;
-  close(fd);
+// The status is written into PATH.tmp, a file of kStatusReserve bytes
+// made (and fsynced) before the job starts: overwriting blocks a file
+// already has needs no free space, so a job that fills the disk cannot keep
+// its own end from being recorded.
+constexpr size_t kStatusReserve = 4096;
+
+std::string TmpPath(const char* path) { return std::string(path) + ".tmp"; }
+
+// Creates PATH.tmp with kStatusReserve bytes of blanks (a JSON reader sees
+// no status in it); -1, with errno set and no file left, on failure.
+int ReserveStatus(const char* path) {
+  std::string tmp = TmpPath(path);
+  int fd = open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  std::string blanks(kStatusReserve - 1, ' ');
+  blanks.push_back('\n');
+  if (!WriteAll(fd, blanks) || fsync(fd) != 0) {
+    int err = errno;
+    close(fd);
+    unlink(tmp.c_str());
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+
+// Writes `json` to PATH.tmp (into the reservation `reserved_fd` when there
+// is one), fsyncs it, renames it over PATH and fsyncs the folder, so
+// readers see either no file or the whole status.
+bool WriteStatusAtomically(const char* path, int reserved_fd, const std::string& json) {
+  std::string tmp = TmpPath(path);
+  bool ok;
+  if (reserved_fd >= 0 && json.size() <= kStatusReserve) {
+    // Overwrite the blanks; what is left of them is trailing white space.
+    ok = lseek(reserved_fd, 0, SEEK_SET) == 0 && WriteAll(reserved_fd, json) && fsync(reserved_fd) == 0;
+    if (ok && ftruncate(reserved_fd, static_cast<off_t>(json.size())) == 0) fsync(reserved_fd);
+  } else {
+    // No reservation: the job never started, and a partial file must not
+    // suggest it did (see docs/shim.md).
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    ok = WriteAll(fd, json) && fsync(fd) == 0;
+    int err = errno;
+    close(fd);
+    if (!ok) {
+      unlink(tmp.c_str());
+      errno = err;
+      return false;
+    }
+  }
   if (!ok || rename(tmp.c_str(), path) != 0) return false;
   std::string dir = path;
   size_t slash = dir.rfind('/');
@@ -134,6 +184,36 @@ bool WriteStatusAtomically(const char* path, const std::string& json) {
     close(dfd);
   }
   return true;
+}
+
+// Field 22 of /proc/self/stat: this process's start time in clock ticks
+// since boot, or 0.
+long long SelfStartTicks() {
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* p = strrchr(buf, ')');
+  if (!p) return 0;
+  // Fields after the name start at 3; starttime is the 20th of them.
+  for (int field = 3; field <= 22 && p; ++field) p = strchr(p + 1, ' ');
+  return p ? atoll(p + 1) : 0;
+}
+
+// /proc/sys/kernel/random/boot_id without its newline, or "".
+std::string BootId() {
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[64];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return "";
+  std::string id(buf, static_cast<size_t>(n));
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
 }
 
 // The parent of `pid` from /proc/PID/stat, or -1.
@@ -221,8 +301,12 @@ int main(int argc, char** argv) {
     if (opt.lock_fd > 3) syscall(SYS_close_range, 3U, static_cast<unsigned>(opt.lock_fd - 1), 0U);
     syscall(SYS_close_range, static_cast<unsigned>(opt.lock_fd + 1), ~0U, 0U);
     fcntl(opt.lock_fd, F_SETFD, FD_CLOEXEC);
-    char pid_text[32];
-    int len = snprintf(pid_text, sizeof pid_text, "%d\n", static_cast<int>(getpid()));
+    // "PID START_TICKS BOOT_ID": the shim (whose pid is also the session of
+    // every process of the job) as a restarted daemon can tell it apart
+    // from a later process that reuses the pid, or a later boot.
+    char pid_text[128];
+    int len = snprintf(pid_text, sizeof pid_text, "%d %lld %s\n", static_cast<int>(getpid()), SelfStartTicks(),
+                       BootId().c_str());
     if (ftruncate(opt.lock_fd, 0) != 0 || pwrite(opt.lock_fd, pid_text, static_cast<size_t>(len), 0) != len) {
       fprintf(stderr, "tau-shim: cannot record pid in the lock file: %s\n", strerror(errno));
     }
@@ -254,6 +338,13 @@ int main(int argc, char** argv) {
       error = std::string("cannot join cgroup ") + opt.cgroup + ": " + strerror(errno);
     }
     if (fd >= 0) close(fd);
+  }
+  // The status's space, before the job can fill the disk. Without it the
+  // job's end could not be recorded, so it is not started.
+  int reserved_fd = -1;
+  if (error.empty()) {
+    reserved_fd = ReserveStatus(opt.status_path);
+    if (reserved_fd < 0) error = std::string("cannot reserve the status file: ") + strerror(errno);
   }
   const long long started_at = NowMs(CLOCK_REALTIME);
   const long long started_mono = NowMs(CLOCK_MONOTONIC);
@@ -389,9 +480,24 @@ int main(int argc, char** argv) {
   json += ",\"error\":";
   AppendJsonString(&json, error.c_str());
   json += "}\n";
-  if (!WriteStatusAtomically(opt.status_path, json)) {
-    fprintf(stderr, "tau-shim: cannot write %s: %s\n", opt.status_path, strerror(errno));
-    return 3;
+  // A failed write (the disk is full, an I/O error) is retried with a
+  // growing pause: the status is the only record of how the job ended.
+  const long long give_up = NowMs(CLOCK_MONOTONIC) + opt.status_retry_ms;
+  long long pause_ms = 100;
+  for (int tries = 1;; ++tries) {
+    bool ok;
+    if (tries <= opt.fail_status_writes) {
+      errno = ENOSPC;
+      ok = false;
+    } else {
+      ok = WriteStatusAtomically(opt.status_path, reserved_fd, json);
+    }
+    if (ok) break;
+    fprintf(stderr, "tau-shim: cannot write %s (try %d): %s\n", opt.status_path, tries, strerror(errno));
+    if (NowMs(CLOCK_MONOTONIC) + pause_ms > give_up) return 3;
+    usleep(static_cast<useconds_t>(pause_ms * 1000));
+    pause_ms = pause_ms * 2 > 5000 ? 5000 : pause_ms * 2;
   }
+  if (reserved_fd >= 0) close(reserved_fd);
   return 0;
 }

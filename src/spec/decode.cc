@@ -468,11 +468,11 @@ class Decoder {
         Location at = pos_->At(fmt::format("retry.on[{}]", i));
         auto cond = ParseRetryCondition(items[i]);
         if (!cond) {
-          static constexpr std::string_view kNames[] = {"preempted", "gpu_fault", "node_lost", "oom"};
+          static constexpr std::string_view kNames[] = {"preempted", "gpu_fault", "node_lost", "oom", "unknown"};
           std::string hint;
           if (auto near = ClosestMatch(items[i], kNames)) hint = fmt::format(" (did you mean \"{}\"?)", *near);
           diags_->Error(at, fmt::format("retry.on: \"{}\" is not a retry condition; expected "
-                                        "preempted, gpu_fault, node_lost, oom or exit:<code> with "
+                                        "preempted, gpu_fault, node_lost, oom, unknown or exit:<code> with "
                                         "a code from 1 to 255{}",
                                         items[i], hint));
           continue;
@@ -496,6 +496,7 @@ class Decoder {
     if (s == "gpu_fault") return RetryCondition{K::kGpuFault, 0};
     if (s == "node_lost") return RetryCondition{K::kNodeLost, 0};
     if (s == "oom") return RetryCondition{K::kOom, 0};
+    if (s == "unknown") return RetryCondition{K::kUnknown, 0};
     if (s.starts_with("exit:")) {
       std::string_view num = s.substr(5);
       int code = 0;

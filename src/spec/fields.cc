@@ -115,9 +115,9 @@ const std::vector<FieldDoc>& Catalogue() {
        "How many times failures of the job itself (the conditions in `on`) are retried.",
        "max_restarts: 3"},
       {"retry.on", FieldType::kStringList, "list of conditions", "[]", false,
-       "Conditions that start a new attempt: preempted, gpu_fault, node_lost, oom, or "
-       "exit:<code> (1-255).",
-       "on: [oom, \"exit:1\"]", {}, "^(preempted|gpu_fault|node_lost|oom|exit:[0-9]{1,3})$"},
+       "Conditions that start a new attempt: preempted, gpu_fault, node_lost, oom, unknown (an "
+       "attempt whose end was not recorded, which may have run to its end), or exit:<code> (1-255).",
+       "on: [oom, \"exit:1\"]", {}, "^(preempted|gpu_fault|node_lost|oom|unknown|exit:[0-9]{1,3})$"},
       {"retry.backoff", FieldType::kDuration, "duration", "10s", false,
        "Delay before the first retry; it doubles (with jitter) for each further one.",
        "backoff: 30s"},

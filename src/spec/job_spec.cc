@@ -24,6 +24,7 @@ std::string RetryCondition::ToString() const {
     case Kind::kNodeLost: return "node_lost";
     case Kind::kOom: return "oom";
     case Kind::kExitCode: return fmt::format("exit:{}", exit_code);
+    case Kind::kUnknown: return "unknown";
   }
   return "";
 }

@@ -61,7 +61,7 @@ struct CheckpointSpec {
 
 // One entry of `retry.on`.
 struct RetryCondition {
-  enum class Kind { kPreempted, kGpuFault, kNodeLost, kOom, kExitCode };
+  enum class Kind { kPreempted, kGpuFault, kNodeLost, kOom, kExitCode, kUnknown };
   Kind kind = Kind::kPreempted;
   int exit_code = 0;  // kExitCode only, 1..255
 

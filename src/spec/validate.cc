@@ -90,12 +90,12 @@ void ValidateJobSpec(const JobSpec& s, const PositionMap& pos, Diagnostics* diag
     bool names_a_failure = false;
     for (const RetryCondition& cond : s.retry.on) {
       names_a_failure = names_a_failure || cond.kind == RetryCondition::Kind::kExitCode ||
-                        cond.kind == RetryCondition::Kind::kOom;
+                        cond.kind == RetryCondition::Kind::kOom || cond.kind == RetryCondition::Kind::kUnknown;
     }
     if (!names_a_failure) {
       diags->Warning(pos.At("retry.max_restarts"),
                      fmt::format("retry.max_restarts is {} but retry.on names no failure of the job (exit:CODE "
-                                 "or oom), so it is never used; interruptions (preempted, gpu_fault, node_lost) "
+                                 "oom or unknown), so it is never used; interruptions (preempted, gpu_fault, node_lost) "
                                  "are retried without it",
                                  s.retry.max_restarts));
     }

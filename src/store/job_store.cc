@@ -86,6 +86,27 @@ Status JobStore::UpdateJob(const JobRecord& job) {
   return Status::Ok();
 }
 
+Status JobStore::InsertSubmitRequest(const SubmitRequestRecord& r) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("INSERT INTO submit_requests (request_id, job_id, spec_sha256, "
+                                                  "created_at) VALUES (?,?,?,?)"));
+  st.Bind(1, r.request_id).Bind(2, r.job_id).Bind(3, r.spec_sha256).Bind(4, r.created_at);
+  return st.Run();
+}
+
+Result<std::optional<SubmitRequestRecord>> JobStore::FindSubmitRequest(const std::string& request_id) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT request_id, job_id, spec_sha256, created_at FROM "
+                                                  "submit_requests WHERE request_id=?"));
+  st.Bind(1, request_id);
+  TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return std::optional<SubmitRequestRecord>();
+  SubmitRequestRecord r;
+  r.request_id = st.Text(0);
+  r.job_id = st.Text(1);
+  r.spec_sha256 = st.Text(2);
+  r.created_at = st.Int(3);
+  return std::optional<SubmitRequestRecord>(std::move(r));
+}
+
 Status JobStore::DeleteJob(const std::string& id) {
   TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("DELETE FROM jobs WHERE id=?"));
   st.Bind(1, id);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ class JobStore {
   Status UpsertAttempt(const AttemptRecord& attempt);
   // Appends an event and returns its id.
   Result<int64_t> AppendEvent(const EventRecord& event);
+
+  // Submit request ids (kept after their job is removed, so an old id is
+  // never taken for a new submit). Find: nullopt when the id is unknown.
+  Status InsertSubmitRequest(const SubmitRequestRecord& request);
+  Result<std::optional<SubmitRequestRecord>> FindSubmitRequest(const std::string& request_id);
 
   Result<std::vector<JobRecord>> LoadJobs();
   Result<std::vector<AttemptRecord>> LoadAttempts();

@@ -37,7 +37,7 @@ TEST_F(JobStoreTest, MigratesAndReopens) {
   {
     auto store = JobStore::Open(Path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    EXPECT_EQ(*(*store)->SchemaVersion(), 10);
+    EXPECT_EQ(*(*store)->SchemaVersion(), 11);
     ASSERT_TRUE((*store)->InsertJob(Job("j_a", 1)).ok());
   }
   auto again = JobStore::Open(Path());
@@ -46,6 +46,22 @@ TEST_F(JobStoreTest, MigratesAndReopens) {
   ASSERT_TRUE(jobs.ok());
   ASSERT_EQ(jobs->size(), 1u);
   EXPECT_EQ((*jobs)[0].id, "j_a");
+}
+
+TEST_F(JobStoreTest, SubmitRequestIdsSurviveAReopenAndAreUnique) {
+  {
+    auto store = *JobStore::Open(Path());
+    EXPECT_FALSE(store->FindSubmitRequest("r_1")->has_value());
+    ASSERT_TRUE(store->InsertSubmitRequest({"r_1", "j_a", "abc", 5}).ok());
+    EXPECT_FALSE(store->InsertSubmitRequest({"r_1", "j_b", "abc", 6}).ok()) << "one job per request id";
+  }
+  auto store = *JobStore::Open(Path());
+  auto found = store->FindSubmitRequest("r_1");
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->job_id, "j_a");
+  EXPECT_EQ((*found)->spec_sha256, "abc");
+  EXPECT_EQ((*found)->created_at, 5);
 }
 
 TEST_F(JobStoreTest, RoundTripsEveryField) {

@@ -132,6 +132,16 @@ CREATE TABLE gpu_events (
 CREATE INDEX gpu_events_by_uuid ON gpu_events(uuid, id);
 ALTER TABLE jobs ADD COLUMN gpu_fault TEXT NOT NULL DEFAULT '';
 )sql",
+    // 11: the client-chosen ids of submits, so that a submit sent again
+    // (after a lost connection) returns the job the first one created.
+    R"sql(
+CREATE TABLE submit_requests (
+  request_id TEXT PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  spec_sha256 TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+) STRICT;
+)sql",
 };
 
 }  // namespace

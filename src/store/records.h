@@ -103,6 +103,15 @@ struct AttemptRecord {
   int64_t peak_rss_kb = 0;  // the largest peak RSS of its ranks (0: unknown)
 };
 
+// A submit's client-chosen request id and the job it created
+// (submit_requests).
+struct SubmitRequestRecord {
+  std::string request_id;
+  std::string job_id;
+  std::string spec_sha256;  // of the submitted spec: a different spec under the same id is refused
+  int64_t created_at = 0;
+};
+
 // A Kueue object as applied (tau admin apply), JSON.
 struct KueueObjectRecord {
   std::string kind;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 #include "daemon_fixture.h"
 
@@ -73,6 +74,29 @@ TEST_F(DiskFullTest, ASubmitThatDoesNotFitFailsClearlyAndLosesNothing) {
   CommandResult again = Tau({"run", "-f", WriteSpec("disk.yaml", spec)});
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_THAT(again.out, HasSubstr("1048576"));
+}
+
+TEST_F(DiskFullTest, AJobThatFillsTheDiskRunsOnceAndItsEndIsRecorded) {
+  // It notes each run, then fills the disk and exits 0 leaving it full:
+  // its shim must still record that end.
+  std::string spec = WriteSpec("fill.yaml",
+                               "schema_version: 1\nname: fill\nrun:\n"
+                               "  entrypoint: 'rm -f fill; echo ran >> \"$TAU_OUTPUT_DIR/runs\"; "
+                               "dd if=/dev/zero of=fill bs=64k 2>/dev/null; exit 0'\n"
+                               "  launcher: command\ncompute:\n  cpus: 100m\nretry:\n  backoff: 1s\n");
+  std::string id = Submit(spec);
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(WaitUntil([&] {
+    std::string state = Job(id).value("state", "");
+    return state == "Succeeded" || state == "Failed";
+  }));
+  nlohmann::json job = Job(id);
+  EXPECT_EQ(job["state"], "Succeeded") << job.dump(2);
+  EXPECT_EQ(job["attempts"].size(), 1u) << job.dump(2);
+  std::ifstream runs(home_ / "jobs" / id / "outputs" / "runs");
+  std::stringstream text;
+  text << runs.rdbuf();
+  EXPECT_EQ(text.str(), "ran\n");
 }
 
 }  // namespace

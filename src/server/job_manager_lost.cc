@@ -1,0 +1,104 @@
+// Ranks whose shim is gone without an exit status: nothing of an attempt
+// may outlive it, so its leftovers are killed and waited for before the
+// attempt ends (and so before any retry starts), and an end nobody saw is
+// told apart from an interruption (docs/states.md, reasons Lost and
+// Unknown).
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "common/log.h"
+#include "server/job_manager.h"
+
+namespace tau::server {
+using store::JobState;
+
+namespace {
+
+constexpr auto kSweepInterval = std::chrono::milliseconds(200);
+
+}  // namespace
+
+RankSweep JobManager::SweepOf(const Job& job, int rank) const {
+  const int64_t n = job.rec.attempt;
+  RankSweep sweep;
+  sweep.lock_path = home_.attempt_lock(job.rec.id, n, rank).string();
+  sweep.status_path = home_.status_file(job.rec.id, n, rank).string();
+  sweep.env = {"TAU_JOB_ID=" + job.rec.id, fmt::format("TAU_ATTEMPT={}", n), fmt::format("TAU_WORKER_INDEX={}", rank)};
+  const std::string& leaf = job.ranks[static_cast<size_t>(rank)].cgroup;
+  if (options_.cgroups && !leaf.empty()) sweep.cgroup_dir = options_.cgroups->LeafPath(leaf);
+  return sweep;
+}
+
+void JobManager::ShimLost(Job& job, int rank) {
+  Job::Rank& r = job.ranks[static_cast<size_t>(rank)];
+  if (r.done) return;
+  if (r.token) jobs_by_token_.erase(r.token);
+  r.token = 0;
+  const int64_t n = job.rec.attempt;
+  const RankRemains remains = runner_->Sweep(SweepOf(job, rank));
+  if (remains.alive > 0) {
+    r.killed_leftovers = true;
+    if (!r.draining) {
+      r.draining = true;
+      const std::string message = fmt::format(
+          "attempt {}: rank {}'s tau-shim ended without recording an exit status while {} process{} of the job "
+          "still ran; killing them before the attempt ends",
+          n, rank, remains.alive, remains.alive == 1 ? "" : "es");
+      log::Warn("jobs", "a shim is gone and its job still runs; killing it", {{"job", job.rec.id}, {"message", message}});
+      auto txn = store_->Begin();
+      Status st = txn.status();
+      if (st.ok()) st = AppendEvent(job, "ShimLost", "Lost", message);
+      if (st.ok()) st = txn->Commit();
+      if (!st.ok()) LogStoreFailure(job, st);
+      // The attempt is over: its other ranks stop now.
+      if (!job.first_failure) {
+        job.first_failure = Result<exec::ExitStatus>(NotFoundError(
+            "the attempt's supervisor (tau-shim) ended without recording an exit status; the processes it left "
+            "running were killed"));
+        StopRanks(job);
+      }
+    }
+    ArmSweepTimer();
+    return;
+  }
+  std::string message;
+  if (r.killed_leftovers) {
+    message = "the attempt's supervisor (tau-shim) ended without recording an exit status; the processes it left "
+              "running were killed";
+  } else if (remains.rebooted) {
+    message = "the attempt's supervisor (tau-shim) ended without recording an exit status: the machine restarted";
+  } else if (!remains.may_have_run) {
+    message = "the attempt's supervisor (tau-shim) ended before it started the job";
+  } else {
+    job.end_unknown = true;
+    message = "the attempt's supervisor (tau-shim) ended without recording an exit status and nothing of the job "
+              "is left running: it may have run to its end, so how it ended is unknown";
+  }
+  r.draining = false;
+  RankEnded(job, rank, Result<exec::ExitStatus>(NotFoundError(message)));
+}
+
+void JobManager::SweepLostRanks() {
+  for (auto& [seq, job_ptr] : jobs_by_seq_) {
+    Job& job = *job_ptr;
+    for (size_t r = 0; r < job.ranks.size(); ++r) {
+      // ShimLost may end the attempt, which clears the ranks.
+      if (r < job.ranks.size() && job.ranks[r].draining) ShimLost(job, static_cast<int>(r));
+    }
+  }
+  RunAdmission();
+  Publish();
+}
+
+void JobManager::ArmSweepTimer() {
+  if (sweep_timer_armed_ || !options_.after) return;
+  sweep_timer_armed_ = true;
+  options_.after(kSweepInterval, [this] {
+    sweep_timer_armed_ = false;
+    SweepLostRanks();
+  });
+}
+
+}  // namespace tau::server

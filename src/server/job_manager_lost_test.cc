@@ -1,0 +1,196 @@
+// Attempts whose shim is gone without an exit status: nothing of them may
+// run beside their retry, and an end nobody saw is not retried blindly.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/job_manager_test_fixture.h"
+
+namespace tau::server {
+namespace {
+
+using store::JobState;
+using ::testing::HasSubstr;
+
+class LostTest : public JobManagerTest {
+ protected:
+  // The newest started shim is gone without writing a status.
+  void ShimGone(JobManager& jobs, FakeRunner& runner) { jobs.OnShimExit(runner.TokenOf(runner.next_pid - 1)); }
+  bool HasEvent(const std::string& id, const std::string& type) {
+    auto events = store_->LoadEvents(id, 0, 1000);
+    if (!events.ok()) return false;
+    for (const auto& e : *events) {
+      if (e.type == type) return true;
+    }
+    return false;
+  }
+};
+
+TEST_F(LostTest, ARetryWaitsUntilEveryProcessOfTheLostAttemptIsGone) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  ASSERT_EQ(runner.starts.size(), 1u);
+  // kill -9 of the shim: the job's processes still run (no cgroup).
+  runner.leftovers[StatusPath(id, 1)] = 2;
+  ShimGone(*jobs, runner);
+  ASSERT_EQ(runner.sweeps.size(), 1u);
+  EXPECT_THAT(runner.sweeps[0].env, ::testing::UnorderedElementsAre("TAU_JOB_ID=" + id, "TAU_ATTEMPT=1",
+                                                                    "TAU_WORKER_INDEX=0"));
+  EXPECT_EQ(runner.sweeps[0].lock_path, LockPath(id, 1));
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning) << "its processes still run";
+  EXPECT_TRUE(HasEvent(id, "ShimLost"));
+  // A process stuck in the kernel outlives SIGKILL for a while.
+  runner.leftovers[StatusPath(id, 1)] = 1;
+  jobs->SweepLostRanks();
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  clock_.Advance(std::chrono::minutes(10));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u) << "no second attempt while the first one's processes live";
+  runner.leftovers[StatusPath(id, 1)] = 0;
+  jobs->SweepLostRanks();
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Lost");
+  EXPECT_THAT(View(id)->job.message, HasSubstr("the processes it left running were killed"));
+  EXPECT_EQ(View(id)->job.retry_reason, "node_lost");
+  clock_.Advance(std::chrono::minutes(10));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 2u);
+}
+
+TEST_F(LostTest, AnEndNobodySawIsUnknownAndNotRetried) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  // The shim could not write its status (say the disk is full) and nothing
+  // of the job runs: it may have finished.
+  ShimGone(*jobs, runner);
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kFailed);
+  EXPECT_EQ(v->job.reason, "Unknown");
+  EXPECT_THAT(v->job.message, HasSubstr("how it ended is unknown"));
+  EXPECT_THAT(v->job.message, HasSubstr("not retried: the spec has no retry.on"));
+  EXPECT_EQ(v->attempts.back().reason, "Unknown");
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u);
+}
+
+TEST_F(LostTest, AnUnknownEndIsRetriedWhenRetryOnListsIt) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 1, on: [unknown]}\n")))->job.id;
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Unknown");
+  EXPECT_EQ(View(id)->job.restarts, 1) << "charged to retry.max_restarts";
+  EXPECT_EQ(View(id)->job.interruptions, 0);
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  ASSERT_EQ(runner.starts.size(), 2u);
+}
+
+TEST_F(LostTest, AShimThatDiedBeforeStartingTheJobIsLost) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  runner.never_ran.insert(StatusPath(id, 1));
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Lost");
+  EXPECT_THAT(View(id)->job.message, HasSubstr("before it started the job"));
+}
+
+TEST_F(LostTest, ACancelWhileTheLeftoversAreKilledEndsCancelled) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  runner.leftovers[StatusPath(id, 1)] = 1;
+  ShimGone(*jobs, runner);
+  ASSERT_TRUE(jobs->Cancel(id).ok());
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  runner.leftovers[StatusPath(id, 1)] = 0;
+  jobs->SweepLostRanks();
+  EXPECT_EQ(View(id)->job.state, JobState::kCancelled);
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u);
+}
+
+TEST_F(LostTest, ARestartedDaemonKillsWhatADeadShimLeftBeforeRetrying) {
+  std::string id;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(kJob)))->job.id;
+  }
+  // The daemon and the shim died; the job's process still runs.
+  FakeRunner runner;
+  runner.leftovers[StatusPath(id, 1)] = 1;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  EXPECT_TRUE(runner.starts.empty());
+  runner.leftovers[StatusPath(id, 1)] = 0;
+  jobs->SweepLostRanks();
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Lost");
+}
+
+TEST_F(LostTest, ARestartedDaemonDoesNotRequeueAStartingAttemptWhoseJobRan) {
+  std::string id;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(kJob)))->job.id;
+  }
+  // The store says Starting (the daemon died between starting the shim and
+  // recording it); the shim died too, after it started the job.
+  {
+    auto attempts = *store_->LoadAttempts();
+    ASSERT_EQ(attempts.size(), 1u);
+    store::AttemptRecord a = attempts[0];
+    a.state = store::AttemptState::kStarting;
+    ASSERT_TRUE(store_->UpsertAttempt(a).ok());
+  }
+  FakeRunner runner;
+  runner.leftovers[StatusPath(id, 1)] = 1;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_TRUE(runner.starts.empty()) << "the job's process still runs";
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  runner.leftovers[StatusPath(id, 1)] = 0;
+  jobs->SweepLostRanks();
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Lost");
+}
+
+TEST_F(LostTest, AGangEndsLostOnlyOnceTheLostRanksProcessesAndTheOtherRanksAreGone) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id =
+      (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 2, cpus: 500m, memory: 256Mi}\n")))
+          ->job.id;
+  ASSERT_EQ(runner.starts.size(), 2u);
+  const int64_t rank0 = runner.next_pid - 2, rank1 = runner.next_pid - 1;
+  const std::string status1 = home().status_file(id, 1, 1).string();
+  runner.leftovers[status1] = 3;
+  jobs->OnShimExit(runner.TokenOf(rank1));
+  ASSERT_FALSE(runner.sweeps.empty());
+  EXPECT_THAT(runner.sweeps.back().env, ::testing::Contains("TAU_WORKER_INDEX=1"));
+  EXPECT_THAT(runner.stopped, ::testing::Contains(rank0)) << "the rest of the gang is stopped at once";
+  // Rank 0 stops as asked; rank 1's leftovers are still dying.
+  exec::ExitStatus stopped;
+  stopped.signal = 15;
+  stopped.terminated_by = "signal";
+  runner.statuses[home().status_file(id, 1, 0).string()] = stopped;
+  jobs->OnShimExit(runner.TokenOf(rank0));
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  runner.leftovers[status1] = 0;
+  jobs->SweepLostRanks();
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Lost") << View(id)->job.message;
+}
+
+}  // namespace
+}  // namespace tau::server
