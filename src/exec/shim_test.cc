@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -224,6 +225,24 @@ TEST(ExitStatusTest, ParsesAndRejects) {
   EXPECT_EQ(s->max_rss_kb, 12);
   EXPECT_FALSE(ParseExitStatus("{not json").ok());
   EXPECT_EQ(ReadExitStatus("/nonexistent/status.json").error().code(), StatusCode::kNotFound);
+}
+
+// The status file lies in the job's folder: a job that swaps it for a fifo
+// or a link must not block the daemon or point it at another file.
+TEST(ExitStatusTest, AFifoOrLinkInPlaceOfTheStatusIsRefusedWithoutBlocking) {
+  auto dir = std::filesystem::temp_directory_path() / ("tau-status-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string fifo = (dir / "fifo.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(ReadExitStatus(fifo).ok());  // returns at once: no writer is ever opened
+  std::string real = (dir / "real.json").string();
+  std::ofstream(real) << R"({"version":1,"exit_code":0})";
+  std::string link = (dir / "link.json").string();
+  std::filesystem::create_symlink(real, link);
+  EXPECT_TRUE(ReadExitStatus(real).ok());
+  EXPECT_FALSE(ReadExitStatus(link).ok());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ProcessInfoTest, OwnProcessAndCapacity) {
