@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strings.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -38,7 +40,7 @@ std::string Short(const std::string& s) {
   if (s.find('\n') != std::string::npos) {
     return fmt::format("<{} lines>", std::count(s.begin(), s.end(), '\n') + (s.back() == '\n' ? 0 : 1));
   }
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+  return ShortenUtf8(s, 60);
 }
 
 // "  KEY: A -> B" lines for keys whose values differ.

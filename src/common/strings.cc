@@ -105,4 +105,21 @@ std::string FormatBytes(int64_t n) {
   return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
+std::string_view Utf8Prefix(std::string_view text, size_t max_bytes) {
+  auto continuation = [&](size_t i) { return (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80; };
+  if (text.size() <= max_bytes || !continuation(max_bytes)) return text.substr(0, max_bytes);
+  // text[max_bytes] continues a character: find its lead byte (at most 3
+  // bytes back) and cut before it when the character crosses the cut.
+  size_t lead = max_bytes;
+  while (lead > 0 && max_bytes - lead < 3 && continuation(lead)) --lead;
+  const auto b = static_cast<unsigned char>(text[lead]);
+  const size_t length = b >= 0xF0 && b <= 0xF4 ? 4 : b >= 0xE0 && b < 0xF0 ? 3 : b >= 0xC2 && b < 0xE0 ? 2 : 1;
+  return text.substr(0, lead + length > max_bytes ? lead : max_bytes);
+}
+
+std::string ShortenUtf8(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  return std::string(Utf8Prefix(text, max_bytes < 3 ? 0 : max_bytes - 3)) + "...";
+}
+
 }  // namespace tau

@@ -31,4 +31,12 @@ std::string QuotedList(std::span<const std::string_view> items);
 // A byte count for people: "512 B", "12.3 MiB".
 std::string FormatBytes(int64_t bytes);
 
+// The longest prefix of `text` of at most `max_bytes` bytes that does not
+// end inside a UTF-8 sequence (bytes that are not valid UTF-8 count as one
+// character each).
+std::string_view Utf8Prefix(std::string_view text, size_t max_bytes);
+// `text` when it has at most `max_bytes` bytes, else its Utf8Prefix of
+// `max_bytes - 3` bytes followed by "...".
+std::string ShortenUtf8(std::string_view text, size_t max_bytes);
+
 }  // namespace tau

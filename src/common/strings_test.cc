@@ -78,5 +78,24 @@ TEST(SubprocessTest, AProgramThatCannotStartIsAnError) {
   EXPECT_NE(run.status().message().find("cannot run tau-no-such-program"), std::string::npos);
 }
 
+TEST(Utf8PrefixTest, NeverEndsInsideACharacter) {
+  const std::string name = "r\u00e9sum\u00e9-\u6a21\u578b-\U0001F680";  // 1-, 2-, 3- and 4-byte characters
+  for (size_t n = 0; n <= name.size(); ++n) {
+    std::string_view prefix = Utf8Prefix(name, n);
+    EXPECT_LE(prefix.size(), n);
+    EXPECT_GE(prefix.size() + 3, n) << n;  // at most one character is dropped
+    EXPECT_EQ(name.compare(0, prefix.size(), prefix), 0);
+    // What follows the cut starts a character.
+    if (prefix.size() < name.size()) EXPECT_NE(static_cast<unsigned char>(name[prefix.size()]) & 0xC0, 0x80) << n;
+  }
+  EXPECT_EQ(Utf8Prefix("\xe6\xa8", 1), "");  // a lead byte without its whole sequence
+  EXPECT_EQ(Utf8Prefix("ab\x80\x80\x80\x80c", 5), "ab\x80\x80\x80");  // stray bytes count one each
+}
+
+TEST(Utf8PrefixTest, ShortenKeepsShortTextAndMarksCuts) {
+  EXPECT_EQ(ShortenUtf8("short", 40), "short");
+  EXPECT_EQ(ShortenUtf8("\u00e9\u00e9\u00e9\u00e9", 6), "\u00e9...");
+}
+
 }  // namespace
 }  // namespace tau

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/strings.h"
 #include "spec/yaml_tree.h"
 
 namespace tau::spec {
@@ -272,7 +273,7 @@ std::string Node::Describe() const {
     case Kind::kMapping: return "a mapping";
     case Kind::kScalar: break;
   }
-  std::string shown = scalar.size() > 40 ? scalar.substr(0, 37) + "..." : scalar;
+  std::string shown = ShortenUtf8(scalar, 40);
   return quoted ? fmt::format("the string \"{}\"", shown) : fmt::format("\"{}\"", shown);
 }
 
