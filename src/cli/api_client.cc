@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "cli/http_connection.h"
+#include "common/strings.h"
 
 #include <nlohmann/json.hpp>
 
@@ -34,7 +35,7 @@ Status ErrorFromBody(int http_status, const std::string& body) {
   if (j.is_object() && j.contains("code") && j.contains("message")) {
     return Status(CodeFromName(j.value("code", "Internal")), j.value("message", ""));
   }
-  return InternalError(fmt::format("the server answered HTTP {}: {}", http_status, body.substr(0, 200)));
+  return InternalError(fmt::format("the server answered HTTP {}: {}", http_status, ShortenUtf8(body, 200)));
 }
 
 Result<nlohmann::json> ToJson(const HttpConnection::Response& res) {
@@ -51,6 +52,7 @@ ApiClient::ApiClient(ServerEndpoint endpoint)
     : endpoint_(std::move(endpoint)), connection_(std::make_unique<Connection>()) {}
 ApiClient::~ApiClient() = default;
 ApiClient::ApiClient(ApiClient&&) noexcept = default;
+ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 
 std::string UrlEscape(std::string_view text) {
   std::string out;

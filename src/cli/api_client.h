@@ -26,6 +26,7 @@ class ApiClient {
   explicit ApiClient(ServerEndpoint endpoint);
   ~ApiClient();
   ApiClient(ApiClient&&) noexcept;
+  ApiClient& operator=(ApiClient&&) noexcept;
 
   // Whether a request may be sent again when the connection is lost after
   // it was sent (the server may have carried it out).

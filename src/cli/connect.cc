@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+
+#include "common/duration.h"
 
 namespace tau::cli {
 namespace fs = std::filesystem;
@@ -44,7 +47,47 @@ std::string ReadToken(const TauHome& home) {
   return token;
 }
 
+// How long to wait for a daemon that holds the lock but does not answer.
+Duration ConnectPatience() {
+  if (const char* text = std::getenv("TAU_CONNECT_PATIENCE"); text && *text) {
+    if (auto d = ParseDuration(text); d.ok()) return *d;
+  }
+  return std::chrono::seconds(30);
+}
+
 }  // namespace
+
+bool DaemonHoldsLock(const TauHome& home) {
+  int fd = ::open(home.daemon_lock().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // never started here
+  // A shared lock is refused only while a daemon holds its exclusive one.
+  bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // drops the shared lock when it was taken
+  return held;
+}
+
+Result<ServerEndpoint> WaitForBusyServer(const TauHome& home) {
+  const Duration patience = ConnectPatience();
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  bool said = false;
+  while (true) {
+    auto info = ReadServerJson(home);
+    if (info && ServerAnswers(info->url)) return ServerEndpoint{info->url, ReadToken(home)};
+    if (!DaemonHoldsLock(home)) return UnavailableError("taugridd exited");
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return UnavailableError(fmt::format(
+          "taugridd{} holds {} but has not answered for {}: it is busy or stuck (not starting another); "
+          "see {}",
+          info ? fmt::format(" (pid {})", info->pid) : "", home.daemon_lock().string(), FormatDurationShort(patience),
+          home.server_log().string()));
+    }
+    if (!said) {
+      std::fprintf(stderr, "tau: taugridd is running but busy; waiting for it to answer\n");
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
 
 Result<int64_t> StartBackgroundServer(const TauHome& home) {
   std::error_code ec;
@@ -92,6 +135,12 @@ Result<ServerEndpoint> ConnectToServer(bool start_if_needed) {
   TauHome home(TauHome::DefaultRoot());
   auto info = ReadServerJson(home);
   if (info && ServerAnswers(info->url)) return ServerEndpoint{info->url, ReadToken(home)};
+  // A daemon that holds the lock is alive, only slow to answer (or still
+  // starting): wait for it; a second one could not start anyway.
+  if (DaemonHoldsLock(home)) {
+    auto busy = WaitForBusyServer(home);
+    if (busy.ok() || DaemonHoldsLock(home)) return busy;
+  }
   if (!start_if_needed) {
     return UnavailableError(fmt::format("no taugridd is running for {} (start one with `tau server start`)",
                                         home.root().string()));

@@ -21,6 +21,7 @@
 #include "cli/command_support.h"
 #include "cli/connect.h"
 #include "cli/exit_codes.h"
+#include "cli/log_follow.h"
 #include "cli/table.h"
 #include "cli/terminal.h"
 #include "common/duration.h"
@@ -87,10 +88,9 @@ int FollowJob(const std::string& id) {
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
   ::signal(SIGINT, OnInterruptDetach);
-  Status st = client->Stream(JobPath(id) + "/logs?follow=true&attempt=all&rank=all", [](std::string_view data) {
+  Status st = FollowLog(&*client, JobPath(id) + "/logs?follow=true&attempt=all&rank=all", [](std::string_view data) {
     std::fwrite(data.data(), 1, data.size(), stdout);
     std::fflush(stdout);
-    return true;
   });
   if (!st.ok()) return Fail(st);
   auto job = client->Get(JobPath(id));
@@ -339,10 +339,17 @@ int RunLogs(const LogsOptions& o) {
   if (o.follow) path += "&follow=true";
   if (!o.attempt.empty()) path += "&attempt=" + UrlEscape(o.attempt);
   if (o.tail >= 0) path += fmt::format("&tail={}", o.tail);
-  if (o.follow) ::signal(SIGINT, [](int) { ::_exit(130); });
-  Status st = client->Stream(path, [](std::string_view data) {
+  auto write = [](std::string_view data) {
     std::fwrite(data.data(), 1, data.size(), stdout);
     std::fflush(stdout);
+  };
+  if (o.follow) {
+    ::signal(SIGINT, [](int) { ::_exit(130); });
+    Status st = FollowLog(&*client, path, write);
+    return st.ok() ? kExitOk : Fail(st);
+  }
+  Status st = client->Stream(path, [&](std::string_view data) {
+    write(data);
     return true;
   });
   return st.ok() ? kExitOk : Fail(st);
@@ -416,6 +423,14 @@ int RunServerStart(bool foreground) {
     std::printf("taugridd is already running (pid %lld) at %s\n", static_cast<long long>(info->pid), info->url.c_str());
     return kExitOk;
   }
+  if (DaemonHoldsLock(home)) {
+    auto busy = WaitForBusyServer(home);
+    if (busy.ok()) {
+      std::printf("taugridd is already running at %s\n", busy->url.c_str());
+      return kExitOk;
+    }
+    if (DaemonHoldsLock(home)) return Fail(busy.error());
+  }
   if (foreground) {
     std::string daemon = TaugriddPath();
     std::string home_arg = home.root().string();
@@ -433,7 +448,8 @@ int RunServerStart(bool foreground) {
 int RunServerStop() {
   TauHome home(TauHome::DefaultRoot());
   auto info = ReadServerJson(home);
-  if (!info || !ServerAnswers(info->url)) {
+  // A daemon that holds the lock runs, whether it answers or not.
+  if (!info || (!ServerAnswers(info->url) && !DaemonHoldsLock(home))) {
     std::printf("no taugridd is running for %s\n", home.root().c_str());
     return kExitOk;
   }

@@ -25,15 +25,20 @@ int HttpStatusFor(StatusCode code) {
   return 500;
 }
 
-void SendError(httplib::Response& res, const Status& st) {
-  res.status = HttpStatusFor(st.code());
+std::string DumpJson(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void SendError(httplib::Response& res, const Status& st) { SendError(res, st, json::object()); }
+
+void SendError(httplib::Response& res, const Status& st, const json& details, int http_status) {
+  res.status = http_status != 0 ? http_status : HttpStatusFor(st.code());
   json body = {{"code", StatusCodeName(st.code())}, {"message", st.message()}};
-  res.set_content(body.dump(), "application/json");
+  if (details.is_object() && !details.empty()) body["details"] = details;
+  res.set_content(DumpJson(body), "application/json");
 }
 
 void SendJson(httplib::Response& res, const json& body, int status) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(DumpJson(body), "application/json");
 }
 
 }  // namespace tau::server

@@ -3,7 +3,11 @@
 // Shared by the api_*.cc files, the only ones that include cpp-httplib
 // (declared here, not included, to keep this header light).
 
+#include <atomic>
+#include <cstdint>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 
 #include "common/tau_home.h"
@@ -21,8 +25,14 @@ class Server;
 namespace tau::server {
 
 int HttpStatusFor(StatusCode code);
-// {"code": "NotFound", "message": "..."} with the matching HTTP status.
+// The JSON text of `value`; never throws (bytes that are not UTF-8 become
+// U+FFFD).
+std::string DumpJson(const nlohmann::json& value);
+// {"code": "NotFound", "message": "...", "details": {...}} with the HTTP
+// status that matches the code, or `http_status` when it is not 0.
+// `details` (an object) is left out when empty.
 void SendError(httplib::Response& res, const Status& st);
+void SendError(httplib::Response& res, const Status& st, const nlohmann::json& details, int http_status = 0);
 void SendJson(httplib::Response& res, const nlohmann::json& body, int status = 200);
 
 // What route handlers reach: the home, the loop (for changes) and the
@@ -44,6 +54,26 @@ void AddPortalRoutes(httplib::Server& server, const std::string& token);
 // cookie in a Cookie header ("" when absent).
 std::string PortalSession(const std::string& token);
 std::string SessionCookieOf(const std::string& cookie_header);
+
+// A decimal count from a query parameter or header: digits only.
+std::optional<int64_t> ParseCount(const std::string& text);
+
+// The open log and event streams that follow (follow=true): each holds
+// a connection and a thread until it ends.
+struct StreamGate {
+  std::atomic<int64_t> open{0};
+  int64_t max = 0;
+  // Set when the server stops: every stream ends at its next check.
+  std::atomic<bool> stopping{false};
+  // A slot for one more stream, released with the pointer; nullptr when
+  // `max` are open.
+  std::shared_ptr<void> Acquire();
+};
+
+// GET /api/v1/jobs/ID/logs and the event streams (api_stream_routes.cc).
+void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res);
+void ServeEvents(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res,
+                 std::string job_id);
 
 // /api/v1/gpus and /api/v1/admin/gpus/UUID/clear|drain|undrain (api_gpu_routes.cc).
 void AddGpuRoutes(httplib::Server& server, const ApiContext& ctx);

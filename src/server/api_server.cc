@@ -6,21 +6,28 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <openssl/crypto.h>
-#include <sys/stat.h>
+#include <sys/resource.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
-#include <optional>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <set>
 
-#include "common/beneath.h"
 #include "common/names.h"
 #include "common/duration.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "evidence/snapshot.h"
 #include "render/kueue_config.h"
 #include "server/api_http.h"
+#include "server/elastic_pool.h"
 #include "server/job_json.h"
 #include "store/job_store.h"
 
@@ -32,12 +39,184 @@ namespace {
 
 constexpr size_t kMaxJsonBody = 1 << 20;
 constexpr size_t kMaxBlobBody = (size_t{100} << 20) + (1 << 20);
+constexpr size_t kMaxApplyBody = size_t{5} << 20;
+// Longer paths are refused before routing: no route takes one, and the
+// route regexes recurse once per byte (see ElasticPoolOptions::stack_bytes).
+constexpr size_t kMaxPathBytes = 2048;
+// Threads kept for requests beyond the streams' limit.
+constexpr int kThreadsBesideStreams = 64;
 constexpr char kVersion[] = "0.1.0";
+// The metrics label of every request no route handled.
+constexpr char kOtherRoute[] = "other";
 
 // When the request this thread serves arrived (httplib serves a request
 // on one thread from routing to logging).
 thread_local std::chrono::steady_clock::time_point request_started;
 thread_local std::optional<log::TraceScope> request_trace;
+// Set when the request this thread serves was answered without reaching a
+// route's handler (refused before routing, or no route matched).
+thread_local bool request_unrouted = false;
+// Set when the request's body was left unread: its connection is closed
+// once the answer is out.
+thread_local bool close_after_answer = false;
+
+void CloseAfterAnswer(httplib::Response& res) {
+  res.set_header("Connection", "close");
+  close_after_answer = true;
+}
+
+uint16_t PortOf(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  return 0;
+}
+
+// The socket of the connection that carried `req` (httplib does not hand
+// it to handlers), or -1.
+int SocketOf(const httplib::Request& req) {
+  if (req.remote_port <= 0 || req.local_port <= 0) return -1;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
+    int fd = std::atoi(entry.path().filename().c_str());
+    sockaddr_storage local{}, peer{};
+    socklen_t local_len = sizeof local, peer_len = sizeof peer;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+        PortOf(local) != req.local_port) {
+      continue;
+    }
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0 && PortOf(peer) == req.remote_port) {
+      return fd;
+    }
+  }
+  return -1;
+}
+
+// Ends a connection whose request body was left unread without losing
+// the answer already written: sends FIN, reads and drops what the client
+// still sends (for at most 2 s and 64 MiB), then makes httplib's next read
+// see the end, so that it closes the socket.
+void LingeringClose(int fd) {
+  if (fd < 0) return;
+  ::shutdown(fd, SHUT_WR);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  size_t dropped = 0;
+  char buf[16384];
+  while (dropped < (size_t{64} << 20)) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1) break;
+    ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) break;
+    dropped += static_cast<size_t>(n);
+  }
+  ::shutdown(fd, SHUT_RD);
+}
+
+// The largest request body a route takes.
+size_t MaxBodyFor(const std::string& method, const std::string& pattern) {
+  if (method == "PUT" && pattern.rfind("/api/v1/blobs/", 0) == 0) return kMaxBlobBody;
+  if (pattern == "/api/v1/admin/apply") return kMaxApplyBody;
+  return kMaxJsonBody;
+}
+
+// httplib's connection queue, backed by an ElasticPool: every connection
+// gets a thread of its own, so long streams never hold up other requests.
+class PoolTaskQueue : public httplib::TaskQueue {
+ public:
+  explicit PoolTaskQueue(ElasticPoolOptions options) : pool_(options) {}
+  void enqueue(std::function<void()> fn) override { pool_.Enqueue(std::move(fn)); }
+  void shutdown() override { pool_.Shutdown(); }
+
+ private:
+  ElasticPool pool_;
+};
+
+// httplib's server, with a table of the routes registered through it
+// (for 405 answers and body limits) and bodies of POST and PUT read with
+// the route's limit, chunked or not.
+class ApiHttpServer : public httplib::Server {
+ public:
+  struct Route {
+    std::string method;
+    std::regex pattern;
+    size_t max_body = 0;
+  };
+
+  httplib::Server& Get(const std::string& pattern, Handler handler) {
+    Record("GET", pattern);
+    return httplib::Server::Get(pattern, std::move(handler));
+  }
+  httplib::Server& Delete(const std::string& pattern, Handler handler) {
+    Record("DELETE", pattern);
+    return httplib::Server::Delete(pattern, std::move(handler));
+  }
+  httplib::Server& Post(const std::string& pattern, Handler handler) {
+    return httplib::Server::Post(pattern, Capped(Record("POST", pattern), std::move(handler)));
+  }
+  httplib::Server& Put(const std::string& pattern, Handler handler) {
+    return httplib::Server::Put(pattern, Capped(Record("PUT", pattern), std::move(handler)));
+  }
+
+  // httplib listens with a backlog of 5, so connections that arrive
+  // together would wait for SYN retries; listening again widens it.
+  void WidenBacklog() { ::listen(svr_sock_, SOMAXCONN); }
+
+  // The route for a method and path, or nullptr.
+  const Route* Find(const std::string& method, const std::string& path) const {
+    const std::string m = method == "HEAD" ? "GET" : method;
+    for (const auto& r : routes_) {
+      if (r.method == m && std::regex_match(path, r.pattern)) return &r;
+    }
+    return nullptr;
+  }
+  // The methods with a route for `path` ("GET, POST"), "" when none.
+  std::string MethodsFor(const std::string& path) const {
+    std::vector<std::string> methods;
+    for (const auto& r : routes_) {
+      if (std::find(methods.begin(), methods.end(), r.method) == methods.end() && std::regex_match(path, r.pattern)) {
+        methods.push_back(r.method);
+      }
+    }
+    return Join(methods, ", ");
+  }
+
+ private:
+  size_t Record(const std::string& method, const std::string& pattern) {
+    routes_.push_back({method, std::regex(pattern), MaxBodyFor(method, pattern)});
+    return routes_.back().max_body;
+  }
+
+  // Reads the body (plain or chunked) into the request, stopping at `max`.
+  static HandlerWithContentReader Capped(size_t max, Handler handler) {
+    return [max, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                               const httplib::ContentReader& reader) {
+      // httplib hands the request over as const; it is its own object,
+      // and the body is ours to fill.
+      auto& body = const_cast<httplib::Request&>(req).body;
+      bool too_large = false;
+      bool read = reader([&](const char* data, size_t n) {
+        if (body.size() + n > max) {
+          too_large = true;
+          return false;
+        }
+        body.append(data, n);
+        return true;
+      });
+      if (too_large) {
+        CloseAfterAnswer(res);
+        return SendError(res, InvalidArgumentError(fmt::format("the request body is over {} bytes, the most this route takes", max)),
+                         {{"max_bytes", max}}, 413);
+      }
+      if (!read) {
+        CloseAfterAnswer(res);
+        return SendError(res, InvalidArgumentError("the request body could not be read"));
+      }
+      handler(req, res);
+    };
+  }
+
+  std::vector<Route> routes_;
+};
 
 // The route of a path, for metrics: ids, names, digests and UUIDs become
 // placeholders so the label has few values.
@@ -63,6 +242,7 @@ std::string RouteOf(const std::string& path) {
       parts.push_back("{path}");  // one label for every output file
     }
   }
+  if (parts.size() == 2 && parts[0] == "portal") parts[1] = "{file}";
   std::string out;
   for (const auto& p : parts) out += "/" + p;
   return out.empty() ? "/" : out;
@@ -72,45 +252,6 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-// Reads up to `max` bytes from `offset` of a file under `root`, opened
-// beneath it without following links (a job may replace its log by a
-// link to a secret: that reads as empty).
-std::string ReadChunk(const fs::path& root, const fs::path& path, int64_t offset, size_t max) {
-  auto fd = OpenPathBeneath(root, path);
-  if (!fd.ok()) return "";
-  std::string buf(max, '\0');
-  ssize_t n = ::pread(fd->get(), buf.data(), max, offset);
-  buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  return buf;
-}
-
-// Offset where the last `lines` lines of the file start.
-int64_t TailOffset(const fs::path& root, const fs::path& path, int64_t lines) {
-  auto fd = OpenPathBeneath(root, path);
-  struct stat st;
-  if (!fd.ok() || ::fstat(fd->get(), &st) != 0) return 0;
-  int64_t size = static_cast<int64_t>(st.st_size);
-  if (lines <= 0) return size;
-  int64_t pos = size;
-  int64_t newlines = 0;
-  // A trailing newline ends the last line; it does not start a new one.
-  bool skip_last = true;
-  while (pos > 0) {
-    int64_t start = std::max<int64_t>(0, pos - 65536);
-    std::string block = ReadChunk(root, path, start, static_cast<size_t>(pos - start));
-    for (int64_t i = static_cast<int64_t>(block.size()) - 1; i >= 0; --i) {
-      if (block[static_cast<size_t>(i)] != '\n') continue;
-      if (skip_last && start + i == size - 1) {
-        skip_last = false;
-        continue;
-      }
-      if (++newlines == lines) return start + i + 1;
-    }
-    pos = start;
-  }
-  return 0;
-}
-
 }  // namespace
 
 class ApiServer::Impl {
@@ -118,8 +259,18 @@ class ApiServer::Impl {
   Impl(TauHome home, ControlLoop* loop, JobManager* jobs, StatePublisher* publisher,
        ApiServerOptions options)
       : home_(std::move(home)), loop_(loop), jobs_(jobs), publisher_(publisher), options_(std::move(options)) {
-    const int threads = options_.worker_threads;
-    server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    ElasticPoolOptions pool;
+    pool.min_threads = static_cast<size_t>(std::max(1, options_.min_threads));
+    pool.max_threads = static_cast<size_t>(std::max(options_.min_threads, options_.max_threads));
+    streams_.max = options_.max_streams > 0 ? options_.max_streams
+                                            : std::max(1, options_.max_threads - kThreadsBesideStreams);
+    // Each stream holds a socket (and an event stream a database
+    // connection): keep clear of the open-file limit.
+    rlimit files{};
+    if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+      streams_.max = std::min<int64_t>(streams_.max, std::max<int64_t>(1, (static_cast<int64_t>(files.rlim_cur) - 256) / 2));
+    }
+    server_.new_task_queue = [pool] { return new PoolTaskQueue(pool); };
     server_.set_payload_max_length(kMaxBlobBody);
     server_.set_read_timeout(30, 0);
     server_.set_write_timeout(30, 0);
@@ -127,12 +278,18 @@ class ApiServer::Impl {
     server_.set_tcp_nodelay(true);
     server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       request_started = std::chrono::steady_clock::now();
+      request_unrouted = false;
+      close_after_answer = false;
       // A trace id per request: in the response header and in every log
       // line written for it, on this thread and on the control loop.
       std::string trace = req.get_header_value("X-Trace-Id");
       if (trace.empty() || trace.size() > 64) trace = log::NewTraceId();
       request_trace.emplace(trace);
       res.set_header("X-Trace-Id", trace);
+      if (Refuse(req, res)) {
+        request_unrouted = true;
+        return httplib::Server::HandlerResponse::Handled;
+      }
       // The portal's pages and sign-in are public (they hold no data); the
       // API and /metrics take the token, or the portal's session cookie.
       if (req.path == "/healthz" || req.path == "/" || req.path == "/login" || req.path.rfind("/portal/", 0) == 0) {
@@ -141,6 +298,8 @@ class ApiServer::Impl {
       std::string auth = req.get_header_value("Authorization");
       const bool cookie_ok = ConstantTimeEquals(SessionCookieOf(req.get_header_value("Cookie")), PortalSession(options_.token));
       if (!cookie_ok && !ConstantTimeEquals(auth, "Bearer " + options_.token)) {
+        request_unrouted = true;
+        if (HasBody(req)) CloseAfterAnswer(res);  // its body is never read
         SendError(res, UnauthenticatedError(
                            "missing or wrong token: send Authorization: Bearer <TAU_HOME/token>"));
         return httplib::Server::HandlerResponse::Handled;
@@ -148,15 +307,44 @@ class ApiServer::Impl {
       return httplib::Server::HandlerResponse::Unhandled;
     });
     server_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-      std::string what = "unexpected error";
       try {
         std::rethrow_exception(ep);
+      } catch (const json::exception& e) {
+        // Reading a request field of the wrong type.
+        SendError(res, InvalidArgumentError(fmt::format("the request body has a field of the wrong type ({})", e.what())));
       } catch (const std::exception& e) {
-        what = e.what();
+        SendError(res, InternalError(e.what()));
       } catch (...) {
+        SendError(res, InternalError("unexpected error"));
       }
-      SendError(res, InternalError(what));
     });
+    // Errors httplib answers itself (no route, bad request line, body
+    // over the limit...) get the API's JSON error body too.
+    server_.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a handler's own error
+      request_unrouted = true;
+      const std::string path = ShortenUtf8(req.path, 200);
+      json details = {{"method", ShortenUtf8(req.method, 16)}, {"path", path}};
+      if (res.status == 404) {
+        std::string allowed = req.path.size() <= kMaxPathBytes ? server_.MethodsFor(req.path) : "";
+        if (!allowed.empty()) {
+          res.set_header("Allow", allowed);
+          details["allowed"] = allowed;
+          SendError(res, InvalidArgumentError(fmt::format("{} is not allowed on {}; it takes {}", req.method, path, allowed)),
+                    details, 405);
+        } else {
+          SendError(res, NotFoundError(fmt::format("no route for {} {}", req.method, path)), details, 404);
+        }
+      } else if (res.status == 413) {
+        SendError(res, InvalidArgumentError("the request body is larger than this route takes"), details, 413);
+      } else if (res.status < 500) {
+        SendError(res, InvalidArgumentError(fmt::format("the request is malformed (HTTP {})", res.status)), details,
+                  res.status);
+      } else {
+        SendError(res, InternalError(fmt::format("the request failed (HTTP {})", res.status)), details, res.status);
+      }
+      return httplib::Server::HandlerResponse::Handled;
+    }));
     Routes();
   }
 
@@ -166,12 +354,58 @@ class ApiServer::Impl {
     if (port < 0) {
       return UnavailableError(fmt::format("cannot listen on {}:{}", options_.bind_address, options_.port));
     }
+    server_.WidenBacklog();
     return port;
   }
   void Serve() { server_.listen_after_bind(); }
-  void Stop() { server_.stop(); }
+  void Stop() {
+    streams_.stopping = true;  // streams end at their next check
+    server_.stop();
+  }
 
  private:
+  ApiContext Context() const { return ApiContext{home_, loop_, jobs_, publisher_}; }
+
+  static bool HasBody(const httplib::Request& req) {
+    return req.has_header("Transfer-Encoding") || std::atoll(req.get_header_value("Content-Length").c_str()) > 0;
+  }
+
+  // Refuses, before its body is read, a request no route could take.
+  bool Refuse(const httplib::Request& req, httplib::Response& res) {
+    auto refuse = [&](int http_status, const Status& st, json details) {
+      if (HasBody(req)) CloseAfterAnswer(res);  // the body stays unread
+      SendError(res, st, details, http_status);
+      return true;
+    };
+    if (req.path.size() > kMaxPathBytes) {
+      return refuse(414, InvalidArgumentError(fmt::format("the request path is {} bytes; at most {} are accepted",
+                                                          req.path.size(), kMaxPathBytes)),
+                    {{"max_bytes", kMaxPathBytes}});
+    }
+    std::string type = req.get_header_value("Content-Type");
+    if (type.rfind("multipart/", 0) == 0) {
+      return refuse(415, InvalidArgumentError(fmt::format("request bodies are JSON (application/json), not {}",
+                                                          ShortenUtf8(type, 64))),
+                    {{"content_type", ShortenUtf8(type, 64)}});
+    }
+    if (!HasBody(req)) return false;
+    const ApiHttpServer::Route* route = server_.Find(req.method, req.path);
+    const size_t max = route ? route->max_body : kMaxJsonBody;
+    const std::string length = req.get_header_value("Content-Length");
+    if (!length.empty()) {
+      auto n = ParseCount(length);
+      if (!n) return refuse(400, InvalidArgumentError("the Content-Length header is not a byte count"), json::object());
+      if (static_cast<uint64_t>(*n) > max) {
+        return refuse(413, InvalidArgumentError(fmt::format("the request body is {} bytes; this route takes at most {}", *n, max)),
+                      {{"max_bytes", max}});
+      }
+    } else if (!route) {
+      // Only the routes in the table read a chunked body with a limit.
+      return refuse(411, InvalidArgumentError("send the request body with a Content-Length"), json::object());
+    }
+    return false;
+  }
+
   template <typename T>
   static Result<T> Run(ControlLoop* loop, std::function<Result<T>()> fn) {
     return loop->Call(std::move(fn));
@@ -190,16 +424,27 @@ class ApiServer::Impl {
   }
 
   void Routes() {
+    // Runs once the answer is written.
+    server_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - request_started).count();
+      if (close_after_answer) {
+        close_after_answer = false;
+        LingeringClose(SocketOf(req));
+      }
+      log::Debug("api", "request", {{"method", req.method}, {"path", req.path}, {"status", std::to_string(res.status)},
+                                    {"ms", fmt::format("{:.1f}", seconds * 1000)}});
+      request_trace.reset();
+      // Only routed requests name their route: any other path would add
+      // a series.
+      const std::string route = request_unrouted ? kOtherRoute : RouteOf(req.path);
+      request_unrouted = false;
+      if (!options_.metrics) return;
+      static const std::set<std::string> kMethods = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"};
+      const std::string method = kMethods.count(req.method) ? req.method : kOtherRoute;
+      options_.metrics->Observe("taugrid_api_request_duration_seconds",
+                                {{"route", route}, {"method", method}, {"code", std::to_string(res.status)}}, seconds);
+    });
     if (options_.metrics) {
-      server_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - request_started).count();
-        log::Debug("api", "request", {{"method", req.method}, {"path", req.path}, {"status", std::to_string(res.status)},
-                                      {"ms", fmt::format("{:.1f}", seconds * 1000)}});
-        request_trace.reset();
-        options_.metrics->Observe("taugrid_api_request_duration_seconds",
-                                  {{"route", RouteOf(req.path)}, {"method", req.method}, {"code", std::to_string(res.status)}},
-                                  seconds);
-      });
       server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
         // Collected and written on the loop, so two scrapes never see each
         // other's half-refreshed gauges.
@@ -289,17 +534,21 @@ class ApiServer::Impl {
       } catch (const json::exception&) {
         return SendError(res, InvalidArgumentError("expected {\"spec\": {...}, \"snapshot\": \"sha256:...\"}"));
       }
-      auto result = loop_->Call([&] { return jobs_->Submit(submit); });
-      if (!result.ok()) return SendError(res, result.error());
-      json reply = JobToJson(**result);
-      const json& spec = (*body)["spec"];
+      // Everything the answer needs is worked out before the job is
+      // committed: once it is, the answer is 201.
       json warnings = json::array();
-      if (spec.contains("runtime") && spec["runtime"].contains("image")) {
+      const json& spec = (*body)["spec"];
+      if (spec.is_object() && spec.contains("runtime") && spec["runtime"].is_object() &&
+          spec["runtime"].contains("image")) {
+        const json& image = spec["runtime"]["image"];
         warnings.push_back(fmt::format(
             "runtime.image \"{}\" is recorded but not used: the local executor runs jobs in this "
             "machine's own environment",
-            spec["runtime"]["image"].get<std::string>()));
+            image.is_string() ? image.get<std::string>() : DumpJson(image)));
       }
+      auto result = loop_->Call([&] { return jobs_->Submit(submit); });
+      if (!result.ok()) return SendError(res, result.error());
+      json reply = JobToJson(**result);
       if (!warnings.empty()) reply["warnings"] = std::move(warnings);
       SendJson(res, reply, 201);
     });
@@ -460,186 +709,16 @@ class ApiServer::Impl {
                    });
     }
 
-    server_.Get(R"(/api/v1/jobs/([^/]+)/logs)", [this](const httplib::Request& req, httplib::Response& res) { Logs(req, res); });
+    server_.Get(R"(/api/v1/jobs/([^/]+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {
+      ServeLogs(Context(), &streams_, req, res);
+    });
     server_.Get("/api/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
-      Events(req, res, req.get_param_value("job"));
+      ServeEvents(Context(), &streams_, req, res, req.get_param_value("job"));
     });
     server_.Get(R"(/api/v1/jobs/([^/]+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
       auto job = publisher_->Current()->Resolve(req.matches[1]);
       if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
-      Events(req, res, job->job.id);
-    });
-  }
-
-  // Streams a job's log. attempt: a number, "last" (default) or "all"
-  // (every attempt in turn, following new ones). rank: a number (default
-  // 0) or "all" (every rank, each line prefixed "[rank R] " when the job has
-  // several). With follow=true the stream ends only when the job has ended
-  // and every log is drained.
-  void Logs(const httplib::Request& req, httplib::Response& res) {
-    auto job = publisher_->Current()->Resolve(req.matches[1]);
-    if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
-    struct Cursor {
-      std::string id;
-      int64_t attempt = 0;
-      bool all_attempts = false;
-      bool follow = false;
-      std::vector<int> ranks;
-      bool prefix = false;
-      std::vector<int64_t> offsets;  // per rank; empty: not positioned yet
-      std::vector<std::string> partial;  // per rank, when prefixing
-      int64_t tail = -1;
-    };
-    auto cur = std::make_shared<Cursor>();
-    cur->id = job->job.id;
-    cur->follow = req.get_param_value("follow") == "true";
-    std::string rank = req.get_param_value("rank");
-    if (rank == "all") {
-      for (int r = 0; r < job->ranks; ++r) cur->ranks.push_back(r);
-      cur->prefix = job->ranks > 1;
-    } else {
-      int r = std::atoi(rank.c_str());
-      if (r < 0 || r >= job->ranks) {
-        return SendError(res, NotFoundError(fmt::format("job {} has no rank {} (it has {})", cur->id, rank, job->ranks)));
-      }
-      cur->ranks.push_back(r);
-    }
-    if (req.has_param("tail")) cur->tail = std::atoll(req.get_param_value("tail").c_str());
-    std::string attempt = req.get_param_value("attempt");
-    if (attempt == "all") {
-      cur->all_attempts = true;
-      cur->attempt = 1;
-    } else if (attempt.empty() || attempt == "last") {
-      cur->attempt = std::max<int64_t>(1, job->job.attempt);
-    } else {
-      cur->attempt = std::atoll(attempt.c_str());
-      if (cur->attempt < 1 || cur->attempt > std::max<int64_t>(1, job->job.attempt)) {
-        return SendError(res, NotFoundError(fmt::format("job {} has no attempt {}", cur->id, attempt)));
-      }
-    }
-    // A followed stream is sent as application/octet-stream (UTF-8 text all
-    // the same): httplib compresses text/* for browsers, and its compressor
-    // holds data back until the end, so lines would not arrive as written.
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_chunked_content_provider(cur->follow ? "application/octet-stream" : "text/plain; charset=utf-8",
-                                     [this, cur](size_t, httplib::DataSink& sink) {
-      while (true) {
-        if (!sink.is_writable()) return false;
-        // Read the state before the files: if the attempt had ended then,
-        // everything it wrote is in them now, so EOF means drained.
-        auto view = publisher_->Current();
-        auto job = view->Resolve(cur->id);
-        if (!job) {
-          sink.done();
-          return true;
-        }
-        bool attempt_over = store::IsTerminal(job->job.state) || cur->attempt < job->job.attempt ||
-                            job->job.state == store::JobState::kQueued ||
-                            job->job.state == store::JobState::kRetrying;
-        bool exists = cur->attempt <= job->job.attempt;
-        std::string out;
-        if (exists) {
-          if (cur->offsets.empty()) {
-            for (int r : cur->ranks) {
-              fs::path path = home_.log_file(cur->id, cur->attempt, r);
-              cur->offsets.push_back(cur->tail >= 0 ? TailOffset(home_.root(), path, cur->tail) : 0);
-              cur->partial.emplace_back();
-            }
-          }
-          for (size_t i = 0; i < cur->ranks.size(); ++i) {
-            std::string chunk = ReadChunk(home_.root(), home_.log_file(cur->id, cur->attempt, cur->ranks[i]), cur->offsets[i], 64 * 1024);
-            cur->offsets[i] += static_cast<int64_t>(chunk.size());
-            if (!cur->prefix) {
-              out += chunk;
-              continue;
-            }
-            cur->partial[i] += chunk;
-            size_t start = 0, nl;
-            while ((nl = cur->partial[i].find('\n', start)) != std::string::npos) {
-              out += fmt::format("[rank {}] ", cur->ranks[i]);
-              out.append(cur->partial[i], start, nl - start + 1);
-              start = nl + 1;
-            }
-            cur->partial[i].erase(0, start);
-          }
-        }
-        if (!out.empty()) return sink.write(out.data(), out.size());
-        if (exists && attempt_over) {
-          // Drained: a last line without a newline still shows.
-          for (size_t i = 0; i < cur->partial.size(); ++i) {
-            if (!cur->partial[i].empty()) out += fmt::format("[rank {}] {}\n", cur->ranks[i], cur->partial[i]);
-          }
-          bool more = cur->all_attempts && cur->attempt < job->job.attempt;
-          bool may_come = cur->all_attempts && cur->follow && !store::IsTerminal(job->job.state);
-          if (more) {
-            ++cur->attempt;
-            cur->offsets.clear();
-            cur->partial.clear();
-            cur->tail = -1;
-          }
-          if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-          if (more) continue;
-          if (!may_come) {
-            sink.done();
-            return true;
-          }
-        }
-        if (!cur->follow && exists) {
-          sink.done();
-          return true;
-        }
-        publisher_->WaitNewer(view->version, std::chrono::milliseconds(100));
-      }
-    });
-  }
-
-  // Events as JSON lines, oldest first; follow=true keeps the stream open
-  // (for one job: until it has ended and its events are all sent).
-  void Events(const httplib::Request& req, httplib::Response& res, std::string job_id) {
-    auto store = store::JobStore::Open(home_.database().string());
-    if (!store.ok()) return SendError(res, store.error());
-    struct Cursor {
-      std::shared_ptr<store::JobStore> store;
-      std::string job_id;
-      int64_t after = 0;
-      bool follow = false;
-    };
-    auto cur = std::make_shared<Cursor>();
-    cur->store = std::shared_ptr<store::JobStore>(std::move(*store));
-    cur->job_id = std::move(job_id);
-    cur->after = std::atoll(req.get_param_value("after").c_str());
-    cur->follow = req.get_param_value("follow") == "true";
-    res.set_chunked_content_provider("application/x-ndjson", [this, cur](size_t, httplib::DataSink& sink) {
-      while (true) {
-        if (!sink.is_writable()) return false;
-        auto view = publisher_->Current();
-        auto events = cur->store->LoadEvents(cur->job_id, cur->after, 500);
-        if (!events.ok()) {
-          sink.done();
-          return true;
-        }
-        if (!events->empty()) {
-          std::string out;
-          for (const auto& e : *events) {
-            out += EventToJson(e).dump();
-            out += '\n';
-            cur->after = e.id;
-          }
-          return sink.write(out.data(), out.size());
-        }
-        bool ended = false;
-        if (!cur->job_id.empty()) {
-          auto job = view->Resolve(cur->job_id);
-          ended = !job || store::IsTerminal(job->job.state);
-        }
-        // The view was read before the events: a job that had ended then has
-        // every event of its in the batch just read.
-        if (!cur->follow || ended) {
-          sink.done();
-          return true;
-        }
-        publisher_->WaitNewer(view->version, std::chrono::milliseconds(500));
-      }
+      ServeEvents(Context(), &streams_, req, res, job->job.id);
     });
   }
 
@@ -648,7 +727,10 @@ class ApiServer::Impl {
   JobManager* jobs_;
   StatePublisher* publisher_;
   ApiServerOptions options_;
-  httplib::Server server_;
+  ApiHttpServer server_;
+  // Followed streams beyond streams_.max are refused (429), so requests
+  // always have threads left.
+  StreamGate streams_;
 };
 
 ApiServer::ApiServer(TauHome home, ControlLoop* loop, JobManager* jobs, StatePublisher* publisher,

@@ -18,7 +18,15 @@ struct ApiServerOptions {
   std::string bind_address = "127.0.0.1";
   int port = 0;  // 0: any free port
   std::string token;
-  int worker_threads = 64;  // each log follower holds one while it streams
+  // Every connection has a thread of its own while it is open (a followed
+  // log holds one until it ends): at least min_threads are kept, at most
+  // max_threads run; past that, connections wait for a free one.
+  int min_threads = 8;
+  int max_threads = 4096;
+  // Followed log and event streams served at once (0: max_threads - 64,
+  // and no more than half the open-file limit less 256 allows); more are
+  // refused with 429.
+  int max_streams = 0;
   sched::Resources capacity;
   // Served at /metrics (with the API token), nullptr: no /metrics.
   metrics::Registry* metrics = nullptr;

@@ -12,6 +12,7 @@
 #include <openssl/rand.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -178,6 +179,14 @@ int Main(int argc, char** argv) {
   Flags flags = ParseFlags(argc, argv);
   log::Configure(flags.log_level, flags.log_format);
   ::signal(SIGPIPE, SIG_IGN);
+  // Every API connection (and a followed log holds one for hours) takes a
+  // descriptor: raise the soft limit toward the hard one (jobs inherit it,
+  // as they would in a container).
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 65536 &&
+                      files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = std::min<rlim_t>(files.rlim_max, 65536);
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -194,7 +203,14 @@ int Main(int argc, char** argv) {
   }
   ::chmod(home.root().c_str(), 0700);
   int lock_fd = ::open(home.daemon_lock().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+  // `tau` may hold the lock shared for an instant to see whether a daemon
+  // holds it: such a hold ends within a second.
+  bool locked = false;
+  for (int i = 0; lock_fd >= 0 && i < 20 && !locked; ++i) {
+    locked = ::flock(lock_fd, LOCK_EX | LOCK_NB) == 0;
+    if (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!locked) {
     std::fprintf(stderr, "taugridd: another taugridd is running for %s\n", home.root().c_str());
     return 1;
   }

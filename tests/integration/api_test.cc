@@ -1,0 +1,375 @@
+// The API stays up and answers bad input with JSON errors: many log
+// followers, a busy daemon, a daemon restarted under a follower, hostile
+// requests, and the metrics' route label.
+
+#include <gmock/gmock.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/tau_home.h"
+#include "daemon_fixture.h"
+
+extern char** environ;
+
+namespace tau::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A raw HTTP exchange with the daemon on loopback.
+class RawHttp {
+ public:
+  explicit RawHttp(const std::string& url) {
+    port_ = std::stoi(url.substr(url.rfind(':') + 1));
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  }
+  ~RawHttp() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // Reads until the response's head (and, unless `head_only`, its
+  // Content-Length body) is in, the peer closes, or `timeout_ms` passes
+  // without data (a hang guard).
+  std::string ReadResponse(int timeout_ms = 30000, bool head_only = false) {
+    std::string in;
+    char buf[65536];
+    while (true) {
+      size_t head_end = in.find("\r\n\r\n");
+      if (head_end != std::string::npos && head_only) return in;
+      if (head_end != std::string::npos) {
+        std::string head = in.substr(0, head_end);
+        size_t cl = head.find("Content-Length: ");
+        if (cl != std::string::npos && in.size() >= head_end + 4 + std::stoul(head.substr(cl + 16))) return in;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, timeout_ms) != 1) return in;
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return in;
+      in.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  bool connected_ = false;
+};
+
+struct Reply {
+  int status = 0;
+  std::string head;
+  nlohmann::json body;
+};
+
+Reply Parse(const std::string& raw) {
+  Reply r;
+  if (raw.size() > 12) r.status = std::atoi(raw.c_str() + 9);
+  size_t end = raw.find("\r\n\r\n");
+  r.head = raw.substr(0, end);
+  r.body = nlohmann::json::parse(end == std::string::npos ? "" : raw.substr(end + 4), nullptr, false);
+  return r;
+}
+
+class ApiTest : public DaemonTest {
+ protected:
+  std::string Request(const std::string& method, const std::string& target, const std::string& extra_headers = "",
+                      const std::string& body = "", bool auth = true) {
+    std::string req = method + " " + target + " HTTP/1.1\r\nHost: x\r\n";
+    if (auth) req += "Authorization: Bearer " + ApiToken() + "\r\n";
+    req += extra_headers;
+    if (extra_headers.find("Content-Length") == std::string::npos &&
+        extra_headers.find("Transfer-Encoding") == std::string::npos) {
+      req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    }
+    req += "\r\n" + body;
+    RawHttp http(ApiUrl());
+    EXPECT_TRUE(http.connected());
+    http.Send(req);
+    return http.ReadResponse();
+  }
+  Reply Call(const std::string& method, const std::string& target, const std::string& extra_headers = "",
+             const std::string& body = "") {
+    return Parse(Request(method, target, extra_headers, body));
+  }
+
+  // A job that prints `lines` numbered lines, waits for the file `gate` in
+  // its work folder after the first half, and exits with `code`.
+  std::string HalfwayJob(const std::string& name, int lines, const std::string& gate, int code) {
+    return WriteSpec(name + ".yaml",
+                     "schema_version: 1\nname: " + name + "\nrun:\n  launcher: command\n  entrypoint: 'for i in $(seq 1 " +
+                         std::to_string(lines) + "); do echo \"line $i of the log\"; if [ $i -eq " +
+                         std::to_string(lines / 2) + " ]; then while [ ! -e " + (work_ / gate).string() +
+                         " ]; do sleep 0.05; done; fi; done; exit " + std::to_string(code) +
+                         "'\ncompute:\n  cpus: 100m\n  memory: 64Mi\n");
+  }
+};
+
+// Expects an answer with the given status and the API's JSON error body.
+#define EXPECT_JSON_ERROR(reply, http_status, code_name)                                              \
+  do {                                                                                                \
+    const Reply& r_ = (reply);                                                                        \
+    EXPECT_EQ(r_.status, http_status) << r_.head << "\n" << r_.body.dump();                           \
+    EXPECT_TRUE(r_.body.is_object()) << r_.head;                                                      \
+    EXPECT_EQ(r_.body.is_object() ? r_.body.value("code", "") : "", code_name) << r_.body.dump();     \
+    EXPECT_FALSE(r_.body.is_object() && r_.body.value("message", "").empty()) << r_.body.dump();      \
+  } while (0)
+
+TEST_F(ApiTest, TwoHundredLogFollowersDoNotBlockOtherRequests) {
+  std::string id = Submit(HalfwayJob("followed", 4, "go", 0));
+  ASSERT_TRUE(WaitForState(id, "Running"));
+  const std::string token = ApiToken();
+  std::vector<std::unique_ptr<RawHttp>> followers;
+  for (int i = 0; i < 200; ++i) {
+    auto f = std::make_unique<RawHttp>(ApiUrl());
+    ASSERT_TRUE(f->connected()) << i;
+    ASSERT_TRUE(f->Send("GET /api/v1/jobs/" + id + "/logs?follow=true HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                        token + "\r\n\r\n"));
+    followers.push_back(std::move(f));
+  }
+  // Every follower is being served (its stream has started) ...
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);  // a hang guard
+  int served = 0;
+  for (auto& f : followers) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    served += f->ReadResponse(std::max<int>(1, static_cast<int>(left.count())), /*head_only=*/true)
+                  .find("HTTP/1.1 200") != std::string::npos;
+  }
+  EXPECT_EQ(served, 200);
+  // ... and the daemon still answers everything else while they wait.
+  EXPECT_EQ(Call("GET", "/healthz").status, 200);
+  EXPECT_EQ(Call("GET", "/api/v1/jobs").status, 200);
+  CommandResult list = Tau({"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr(id));
+  WriteFile("go", "");
+  ASSERT_TRUE(WaitForState(id, "Succeeded"));
+}
+
+TEST_F(ApiTest, ABusyDaemonIsWaitedForAndNeverReplaced) {
+  const int64_t pid = DaemonPid();
+  ASSERT_GT(pid, 0);
+  // Stopped, it holds its lock but answers nothing.
+  ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGSTOP), 0);
+  extra_env_["TAU_CONNECT_PATIENCE"] = "1s";
+  CommandResult list = Tau({"list"});
+  CommandResult start = Tau({"server", "start"});
+  ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGCONT), 0);
+  EXPECT_NE(list.exit_code, 0);
+  EXPECT_THAT(list.err, HasSubstr("busy"));
+  EXPECT_NE(start.exit_code, 0);
+  EXPECT_THAT(start.err, HasSubstr("busy"));
+  std::ifstream log(home_ / "server.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_THAT(text.str(), Not(HasSubstr("another taugridd")));
+  EXPECT_EQ(DaemonPid(), pid);
+  // Once it answers again, the same daemon serves.
+  CommandResult again = Tau({"list"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(DaemonPid(), pid);
+}
+
+// Runs `tau ARGS...` in the background with stdout and stderr to files.
+pid_t SpawnTau(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+               const std::string& cwd, const std::string& out, const std::string& err) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    if (!env.count(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
+  }
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv = args;
+  argv.insert(argv.begin(), BinPath("tau"));
+  std::vector<char*> argvp;
+  for (auto& s : argv) argvp.push_back(s.data());
+  argvp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  pid_t pid = -1;
+  if (posix_spawn(&pid, argvp[0], &actions, nullptr, argvp.data(), envp.data()) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+TEST_F(ApiTest, FollowersResumeAcrossADaemonKilledAndRestarted) {
+  const std::string spec = HalfwayJob("resumed", 400, "go", 7);
+  const std::string run_out = (work_ / "run.out").string(), run_err = (work_ / "run.err").string();
+  pid_t run = SpawnTau({"run", "-f", spec}, Env(), work_.string(), run_out, run_err);
+  ASSERT_GT(run, 0);
+  // The first half is out: the job now waits for its gate.
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(run_out).find("line 200 of") != std::string::npos; })) << ReadFile(run_err);
+  std::string id;
+  ASSERT_TRUE(WaitUntil([&] {
+    nlohmann::json jobs = nlohmann::json::parse(Tau({"list", "-o", "json"}).out, nullptr, false);
+    if (jobs.is_array() && !jobs.empty()) id = jobs[0].value("id", "");
+    return !id.empty();
+  }));
+  const std::string logs_out = (work_ / "logs.out").string(), logs_err = (work_ / "logs.err").string();
+  pid_t logs = SpawnTau({"logs", "-f", id}, Env(), work_.string(), logs_out, logs_err);
+  ASSERT_GT(logs, 0);
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(logs_out).find("line 200 of") != std::string::npos; }));
+
+  // kill -9 mid-stream; the second half is written while no daemon runs.
+  ASSERT_EQ(::kill(static_cast<pid_t>(DaemonPid()), SIGKILL), 0);
+  ASSERT_TRUE(WaitForDaemonGone());
+  WriteFile("go", "");
+  const TauHome home(home_);
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(home.log_file(id, 1, 0)).find("line 400 of") != std::string::npos; }));
+  CommandResult started = Tau({"server", "start"});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+
+  int run_status = 0, logs_status = 0;
+  ASSERT_EQ(::waitpid(run, &run_status, 0), run);
+  ASSERT_EQ(::waitpid(logs, &logs_status, 0), logs);
+  std::string expected;
+  for (int i = 1; i <= 400; ++i) expected += "line " + std::to_string(i) + " of the log\n";
+  // Every line once, in order; `run -f` exits with the job's own code.
+  EXPECT_EQ(ReadFile(run_out).substr(ReadFile(run_out).find("line 1 of")), expected) << ReadFile(run_err);
+  EXPECT_TRUE(WIFEXITED(run_status));
+  EXPECT_EQ(WEXITSTATUS(run_status), 7) << ReadFile(run_err);
+  EXPECT_THAT(ReadFile(run_err), HasSubstr("reconnect"));
+  EXPECT_EQ(ReadFile(logs_out), expected) << ReadFile(logs_err);
+  EXPECT_TRUE(WIFEXITED(logs_status) && WEXITSTATUS(logs_status) == 0) << ReadFile(logs_err);
+}
+
+TEST_F(ApiTest, UnknownRoutesAndWrongMethodsAreJsonErrors) {
+  EXPECT_JSON_ERROR(Call("GET", "/api/v1/no-such-thing"), 404, "NotFound");
+  EXPECT_JSON_ERROR(Call("GET", "/nowhere"), 404, "NotFound");
+  Reply wrong = Call("DELETE", "/api/v1/queues");
+  EXPECT_JSON_ERROR(wrong, 405, "InvalidArgument");
+  EXPECT_THAT(wrong.head, HasSubstr("Allow: GET"));
+  EXPECT_JSON_ERROR(Call("PUT", "/api/v1/jobs"), 405, "InvalidArgument");
+  EXPECT_JSON_ERROR(Call("GET", "/api/v1/" + std::string(3000, 'a')), 414, "InvalidArgument");
+}
+
+TEST_F(ApiTest, BodiesThatAreNotJsonOrTooLargeAreRefused) {
+  EXPECT_JSON_ERROR(Call("POST", "/api/v1/jobs", "Content-Type: application/x-www-form-urlencoded\r\n", "spec=1&snapshot=2"),
+                    400, "InvalidArgument");
+  EXPECT_JSON_ERROR(Call("POST", "/api/v1/jobs", "Content-Type: application/x-www-form-urlencoded\r\n",
+                         std::string(20000, 'a')),
+                    400, "InvalidArgument");
+  EXPECT_JSON_ERROR(Call("POST", "/api/v1/jobs", "Content-Type: multipart/form-data; boundary=xx\r\n",
+                         "--xx\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nb\r\n--xx--\r\n"),
+                    415, "InvalidArgument");
+  // A body over the limit is refused from its Content-Length, unread: the
+  // answer comes though the body is never sent.
+  EXPECT_JSON_ERROR(Call("POST", "/api/v1/jobs", "Content-Length: 50000000\r\n"), 413, "InvalidArgument");
+  // A chunked body is cut off at the limit.
+  {
+    RawHttp http(ApiUrl());
+    ASSERT_TRUE(http.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ApiToken() +
+                          "\r\nTransfer-Encoding: chunked\r\n\r\n"));
+    std::string chunk = std::string("100000\r\n") + std::string(0x100000, ' ') + "\r\n";
+    bool sent = true;
+    for (int i = 0; i < 4 && sent; ++i) sent = http.Send(chunk);  // 4 MiB, over the 1 MiB limit
+    EXPECT_JSON_ERROR(Parse(http.ReadResponse()), 413, "InvalidArgument");
+  }
+  // Fields of the wrong type.
+  EXPECT_JSON_ERROR(Call("POST", "/api/v1/prune", "", R"({"older_than": 5})"), 400, "InvalidArgument");
+  EXPECT_JSON_ERROR(Call("POST", "/api/v1/jobs", "", R"({"spec": {}, "snapshot": 5})"), 400, "InvalidArgument");
+}
+
+TEST_F(ApiTest, AUnicodeNameCutShortInAnErrorStaysValidJson) {
+  std::string name;
+  for (int i = 0; i < 25; ++i) name += "\xc3\xa9";  // é: cut anywhere, it could be split
+  Reply r = Call("POST", "/api/v1/jobs", "",
+                 R"({"spec": {"schema_version": 1, "name": ")" + name +
+                     R"(", "run": {"entrypoint": "echo hi", "launcher": "command"}}, "snapshot": "sha256:)" +
+                     std::string(64, '0') + "\"}");
+  EXPECT_JSON_ERROR(r, 400, "InvalidArgument");
+  EXPECT_THAT(r.body.dump(), Not(HasSubstr("type_error")));
+}
+
+TEST_F(ApiTest, MalformedQueryParametersAreNamed) {
+  std::string id = Submit(HalfwayJob("params", 2, "go", 0));
+  for (std::string bad : {"tail=-5", "tail=abc", "rank=abc", "rank=-1", "attempt=abc", "follow=yes", "from=x",
+                          "from=1:abc"}) {
+    Reply r = Call("GET", "/api/v1/jobs/" + id + "/logs?" + bad);
+    EXPECT_JSON_ERROR(r, 400, "InvalidArgument");
+    const std::string param = bad.substr(0, bad.find('='));
+    EXPECT_THAT(r.body.dump(), HasSubstr("parameter " + param + "=")) << bad;
+    EXPECT_EQ(r.body.is_object() && r.body.contains("details") ? r.body["details"].value("parameter", "") : "", param)
+        << bad;
+  }
+  EXPECT_JSON_ERROR(Call("GET", "/api/v1/events?after=abc"), 400, "InvalidArgument");
+  WriteFile("go", "");
+  ASSERT_TRUE(WaitForState(id, "Succeeded"));
+}
+
+TEST_F(ApiTest, ANonStringImageIsAnsweredWithTheJobItCommitted) {
+  // A snapshot the daemon has: the one `tau run` uploaded.
+  std::string first = Submit(HalfwayJob("first", 2, "go", 0));
+  const std::string snapshot = Job(first).value("snapshot", "");
+  ASSERT_FALSE(snapshot.empty());
+  Reply r = Call("POST", "/api/v1/jobs", "",
+                 R"({"spec": {"schema_version": 1, "name": "image", "run": {"entrypoint": "true", "launcher": "command"},)"
+                 R"( "compute": {"cpus": "100m", "memory": "64Mi"}, "runtime": {"image": 5}}, "snapshot": ")" +
+                     snapshot + "\"}");
+  EXPECT_EQ(r.status, 201) << r.head << r.body.dump();
+  ASSERT_TRUE(r.body.is_object());
+  EXPECT_THAT(r.body.value("warnings", nlohmann::json::array()).dump(), HasSubstr("runtime.image \\\"5\\\""));
+  // The one job committed is the one answered.
+  nlohmann::json jobs = nlohmann::json::parse(Tau({"list", "-o", "json"}).out, nullptr, false);
+  ASSERT_TRUE(jobs.is_array());
+  int images = 0;
+  for (const auto& j : jobs) images += j.value("name", "") == "image";
+  EXPECT_EQ(images, 1);
+  WriteFile("go", "");
+  ASSERT_TRUE(WaitForState(first, "Succeeded"));
+}
+
+TEST_F(ApiTest, UnmatchedPathsShareOneMetricsRoute) {
+  for (int i = 0; i < 20; ++i) {
+    Call("GET", "/api/v1/zzz-" + std::to_string(i));
+    Parse(Request("GET", "/unauthenticated-" + std::to_string(i), "", "", /*auth=*/false));
+    Call("GET", "/portal/zzz-missing-" + std::to_string(i));
+  }
+  std::string metrics = Request("GET", "/metrics");
+  EXPECT_THAT(metrics, Not(HasSubstr("zzz")));
+  EXPECT_THAT(metrics, Not(HasSubstr("unauthenticated-")));
+  EXPECT_THAT(metrics, HasSubstr("route=\"other\""));
+  EXPECT_THAT(metrics, HasSubstr("route=\"/portal/{file}\""));
+}
+
+}  // namespace
+}  // namespace tau::testing
