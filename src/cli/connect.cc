@@ -69,7 +69,7 @@ bool DaemonHoldsLock(const TauHome& home) {
 Result<ServerEndpoint> WaitForBusyServer(const TauHome& home) {
   const Duration patience = ConnectPatience();
   const auto deadline = std::chrono::steady_clock::now() + patience;
-  bool said = false;
+  static bool said = false;  // once per process
   while (true) {
     auto info = ReadServerJson(home);
     if (info && ServerAnswers(info->url)) return ServerEndpoint{info->url, ReadToken(home)};
@@ -82,7 +82,8 @@ Result<ServerEndpoint> WaitForBusyServer(const TauHome& home) {
           home.server_log().string()));
     }
     if (!said) {
-      std::fprintf(stderr, "tau: taugridd is running but busy; waiting for it to answer\n");
+      std::fprintf(stderr, "tau: taugridd is running (it holds %s) but does not answer yet; waiting for it\n",
+                   home.daemon_lock().c_str());
       said = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
