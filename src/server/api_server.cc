@@ -399,8 +399,9 @@ class ApiServer::Impl {
         return refuse(413, InvalidArgumentError(fmt::format("the request body is {} bytes; this route takes at most {}", *n, max)),
                       {{"max_bytes", max}});
       }
-    } else if (!route) {
-      // Only the routes in the table read a chunked body with a limit.
+    } else if (!route || (route->method != "POST" && route->method != "PUT")) {
+      // Only the POST and PUT routes of the table read a chunked body with
+      // a limit.
       return refuse(411, InvalidArgumentError("send the request body with a Content-Length"), json::object());
     }
     return false;

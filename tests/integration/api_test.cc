@@ -304,6 +304,9 @@ TEST_F(ApiTest, BodiesThatAreNotJsonOrTooLargeAreRefused) {
     for (int i = 0; i < 4 && sent; ++i) sent = http.Send(chunk);  // 4 MiB, over the 1 MiB limit
     EXPECT_JSON_ERROR(Parse(http.ReadResponse()), 413, "InvalidArgument");
   }
+  // Other routes take no chunked body at all.
+  EXPECT_JSON_ERROR(Call("DELETE", "/api/v1/jobs/nope", "Transfer-Encoding: chunked\r\n", "5\r\nhello\r\n0\r\n\r\n"), 411,
+                    "InvalidArgument");
   // Fields of the wrong type.
   EXPECT_JSON_ERROR(Call("POST", "/api/v1/prune", "", R"({"older_than": 5})"), 400, "InvalidArgument");
   EXPECT_JSON_ERROR(Call("POST", "/api/v1/jobs", "", R"({"spec": {}, "snapshot": 5})"), 400, "InvalidArgument");
