@@ -283,6 +283,7 @@ void AdmissionEngine::Restore(const Workload& w) {
     tree_.AddUsage(q.node, a.usage);
   }
   admitted_[w.id] = a;
+  admitted_order_[w.id] = ++next_admitted_order_;
 }
 
 Status AdmissionEngine::Submit(const Workload& w) {
@@ -322,6 +323,7 @@ void AdmissionEngine::Remove(const std::string& id) {
   held_.erase(id);
   backoff_until_.erase(id);
   evicting_.erase(id);
+  admitted_order_.erase(id);
   pending_info_.erase(id);
 }
 
@@ -360,19 +362,81 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       evictions_.push_back({id, "", "ClusterQueueStopped"});
     }
   }
+  pass_admitted_.clear();
+  pass_victims_.clear();
+  pass_reserved_.clear();
   std::set<std::string> parked;         // workloads that cannot go this pass
   std::set<std::string> blocked_queues; // StrictFIFO queues whose head cannot go
   // Per queue, where the scan for its next candidate starts: everything
   // before it is held, backing off or parked for the rest of the pass (an
   // admitted head is erased, so the next one moves into its place).
   std::map<const QueueState*, size_t> scan_from;
+  struct Candidate {
+    QueueState* queue;
+    const Workload* workload;
+    Choice choice;
+    std::vector<Eviction> targets;  // when it needs preemption
+  };
+  // A head that cannot go in this pass: record why and move past it.
+  auto park = [&](Candidate& c, std::string reason, std::string message) {
+    pending_info_[c.workload->id] = {std::move(reason), std::move(message), 0};
+    if (c.queue->spec->queueing_strategy == "StrictFIFO") blocked_queues.insert(c.queue->spec->name);
+    else parked.insert(c.workload->id);
+  };
+  // One cycle as Kueue's: each queue's head is nominated against the quota
+  // as the cycle starts (its flavors and, when it needs preemption, its
+  // victims among the workloads admitted before the pass), then the heads
+  // go in order, each re-checked against what the ones before it took: a
+  // head that fits is admitted, a preemptor reserves its quota (so heads
+  // after it that no longer fit wait) and evicts its victims.
+  auto process = [&](Candidate& c) {
+    const Workload& w = *c.workload;
+    if (c.choice.fit == Fit::kNoFit) return park(c, c.choice.reason, c.choice.message);
+    const bool preempts = c.choice.fit == Fit::kNeedsPreemption;
+    if (preempts && c.targets.empty()) return park(c, c.choice.reason, c.choice.message);
+    for (const Eviction& t : c.targets) {
+      if (pass_victims_.count(t.victim_id)) {
+        return park(c, "WaitingForQuota",
+                    fmt::format("{}; its preemption targets overlap another workload's in this pass", c.choice.message));
+      }
+    }
+    for (const Eviction& t : c.targets) {
+      const Admission& a = admitted_.at(t.victim_id);
+      tree_.RemoveUsage(queues_.at(a.cluster_queue).node, a.usage);
+    }
+    if (!FitsQuota(*c.queue, c.choice.admission.usage, /*allow_borrowing=*/true)) {
+      for (const Eviction& t : c.targets) {
+        const Admission& a = admitted_.at(t.victim_id);
+        tree_.AddUsage(queues_.at(a.cluster_queue).node, a.usage);
+      }
+      // A head that fit at nomination is nominated again next cycle.
+      if (preempts) park(c, "WaitingForQuota", c.choice.message + "; no longer fits after other admissions");
+      return;
+    }
+    tree_.AddUsage(c.queue->node, c.choice.admission.usage);
+    if (preempts) {
+      pass_reserved_.emplace_back(c.queue->node, c.choice.admission.usage);
+      std::string names;
+      for (const Eviction& t : c.targets) {
+        pass_victims_.insert(t.victim_id);
+        names += (names.empty() ? "" : ", ") + t.victim_id;
+        if (evicting_.insert(t.victim_id).second) evictions_.push_back(t);
+      }
+      return park(c, "WaitingForPreemptedWorkloads", "preempting " + names);
+    }
+    admitted_[w.id] = c.choice.admission;
+    admitted_order_[w.id] = ++next_admitted_order_;
+    pass_admitted_.insert(w.id);
+    admitted.push_back(c.choice.admission);
+    std::erase(c.queue->pending, w.id);
+    if (UsesAdmissionFairSharing(*c.queue)) {
+      AddEntryPenalty(w, c.choice.admission);
+      SortQueue(*c.queue);
+      scan_from[c.queue] = 0;
+    }
+  };
   while (true) {
     // One candidate per queue: its first workload not held or parked.
-    struct Candidate {
-      QueueState* queue;
-      const Workload* workload;
-      Choice choice;
-    };
     std::vector<Candidate> candidates;
     for (auto& [name, q] : queues_) {
       if (!q.inactive_reason.empty() || q.spec->stop_policy != "None" || blocked_queues.count(name)) continue;
@@ -381,84 +445,55 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         const std::string& id = q.pending[i];
         if (held_.count(id) || backoff_until_.count(id) || parked.count(id)) continue;
         const Workload& w = workloads_.at(id);
-        candidates.push_back({&q, &w, AssignFlavors(q, w)});
+        candidates.push_back({&q, &w, AssignFlavors(q, w), {}});
         break;
       }
     }
     if (candidates.empty()) break;
-    // Kueue's order: fits first, without borrowing before borrowing, then
-    // higher priority, then older; with fair sharing the fitting heads are
-    // taken in tournament order instead (below).
-    std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-      bool fa = a.choice.fit == Fit::kFit, fb = b.choice.fit == Fit::kFit;
-      if (fa != fb) return fa;
-      if (a.choice.admission.borrowing_level != b.choice.admission.borrowing_level) {
-        return a.choice.admission.borrowing_level < b.choice.admission.borrowing_level;
-      }
-      if (a.workload->priority != b.workload->priority) return a.workload->priority > b.workload->priority;
-      return a.workload->seq < b.workload->seq;
-    });
-    // One cycle, as Kueue's: admit the heads in that order, re-checking each
-    // against the quota the ones before it took.
-    bool admitted_any = false;
-    // Admits a head that fit at the start of the cycle if it still fits.
-    auto admit = [&](Candidate& c) {
-      for (const auto& [fr, amount] : c.choice.admission.usage) {
-        if (tree_.Check(c.queue->node, fr, amount).fit != Fit::kFit) return;  // recomputed next cycle
-      }
-      tree_.AddUsage(c.queue->node, c.choice.admission.usage);
-      admitted_[c.workload->id] = c.choice.admission;
-      admitted.push_back(c.choice.admission);
-      std::erase(c.queue->pending, c.workload->id);
-      if (UsesAdmissionFairSharing(*c.queue)) {
-        AddEntryPenalty(*c.workload, c.choice.admission);
-        SortQueue(*c.queue);
-        scan_from[c.queue] = 0;
-      }
-      admitted_any = true;
-    };
-    std::vector<Candidate*> fitting, not_fitting;
-    for (Candidate& c : candidates) (c.choice.fit == Fit::kFit ? fitting : not_fitting).push_back(&c);
+    for (Candidate& c : candidates) {
+      if (c.choice.fit == Fit::kNeedsPreemption) c.targets = FindVictims(*c.queue, *c.workload);
+    }
     if (FairSharing()) {
       // Tournament order, run again for each pick: shares change with every
-      // admission.
-      while (!fitting.empty()) {
+      // admission and reservation.
+      std::vector<Candidate*> left;
+      for (Candidate& c : candidates) {
+        if (c.choice.fit == Fit::kNoFit) process(c);
+        else left.push_back(&c);
+      }
+      while (!left.empty()) {
         std::vector<Head> heads;
-        for (Candidate* c : fitting) heads.push_back({c->queue, c->workload, &c->choice.admission});
+        for (Candidate* c : left) heads.push_back({c->queue, c->workload, &c->choice.admission});
         const size_t w = TournamentWinner(heads);
-        Candidate* c = fitting[w];
-        fitting.erase(fitting.begin() + static_cast<std::ptrdiff_t>(w));
-        admit(*c);
+        Candidate* c = left[w];
+        left.erase(left.begin() + static_cast<std::ptrdiff_t>(w));
+        process(*c);
       }
     } else {
-      for (Candidate* c : fitting) admit(*c);
-    }
-    if (admitted_any && not_fitting.empty()) continue;
-    // A head that did not fit at the start of the cycle cannot fit after it
-    // (usage only grows within a pass): it is parked below.
-    // These do not fit now: preempt where the policies allow, record why,
-    // and move past these heads.
-    for (Candidate* cp : not_fitting) {
-      Candidate& c = *cp;
-      pending_info_[c.workload->id] = {c.choice.reason, c.choice.message, 0};
-      if (c.choice.fit == Fit::kNeedsPreemption) {
-        if (!evicting_.empty() && FitsAfterPendingEvictions(*c.queue, *c.workload)) {
-          pending_info_[c.workload->id] = {"WaitingForPreemptedWorkloads",
-                                           "waiting for preempted workloads to stop", 0};
-        } else if (auto victims = FindVictims(*c.queue, *c.workload); !victims.empty()) {
-          std::string names;
-          for (const auto& v : victims) {
-            names += (names.empty() ? "" : ", ") + v.victim_id;
-            evicting_.insert(v.victim_id);
-            evictions_.push_back(v);
-          }
-          pending_info_[c.workload->id] = {"WaitingForPreemptedWorkloads", "preempting " + names, 0};
+      // Kueue's order: without borrowing before borrowing, then higher
+      // priority, then older; whether a head fits or must preempt does not
+      // matter.
+      std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+        if (a.choice.admission.borrowing_level != b.choice.admission.borrowing_level) {
+          return a.choice.admission.borrowing_level < b.choice.admission.borrowing_level;
         }
-      }
-      if (c.queue->spec->queueing_strategy == "StrictFIFO") blocked_queues.insert(c.queue->spec->name);
-      else parked.insert(c.workload->id);
+        if (a.workload->priority != b.workload->priority) return a.workload->priority > b.workload->priority;
+        return a.workload->seq < b.workload->seq;
+      });
+      for (Candidate& c : candidates) process(c);
     }
   }
+  // The reservations last for the pass only: the victims keep their quota
+  // until they have stopped, and the preemptors are nominated again next
+  // pass (then relying on the same victims, which are being evicted).
+  for (const auto& [node, usage] : pass_reserved_) tree_.RemoveUsage(node, usage);
+  for (const std::string& id : pass_victims_) {
+    const Admission& a = admitted_.at(id);
+    tree_.AddUsage(queues_.at(a.cluster_queue).node, a.usage);
+  }
+  pass_reserved_.clear();
+  pass_victims_.clear();
+  pass_admitted_.clear();
   // Everything still pending gets a reason and its place in the queue.
   for (auto& [name, q] : queues_) {
     int position = 0;
@@ -490,130 +525,6 @@ std::vector<Eviction> AdmissionEngine::TakeEvictions() {
   std::vector<Eviction> out;
   out.swap(evictions_);
   return out;
-}
-
-bool AdmissionEngine::FitsAfterPendingEvictions(const QueueState& q, const Workload& w) {
-  if (evicting_.empty()) return false;
-  std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> freed;
-  for (const std::string& id : evicting_) {
-    const Admission& a = admitted_.at(id);
-    if (auto node = ClusterQueueNode(a.cluster_queue)) {
-      tree_.RemoveUsage(*node, a.usage);
-      freed.emplace_back(*node, a.usage);
-    }
-  }
-  bool fits = AssignFlavors(q, w).fit == Fit::kFit;
-  for (const auto& [node, usage] : freed) tree_.AddUsage(node, usage);
-  return fits;
-}
-
-std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Workload& w) {
-  const Preemption& p = q.spec->preemption;
-  if (p.within_cluster_queue == "Never" && p.reclaim_within_cohort == "Never") return {};
-  const Choice wanted = AssignFlavors(q, w);
-  std::vector<VictimCandidate> candidates;
-  for (const auto& [id, a] : admitted_) {
-    if (evicting_.count(id)) continue;
-    const Workload& v = workloads_.at(id);
-    bool shares = false;
-    for (const auto& [fr, amount] : wanted.admission.usage) shares = shares || (a.usage.count(fr) && a.usage.at(fr) > 0);
-    if (!shares) continue;
-    auto vq = queues_.find(a.cluster_queue);
-    if (vq == queues_.end()) continue;
-    bool allowed = false;
-    if (a.cluster_queue == q.spec->name) {
-      allowed = (p.within_cluster_queue == "LowerPriority" && v.priority < w.priority) ||
-                (p.within_cluster_queue == "LowerOrNewerEqualPriority" &&
-                 (v.priority < w.priority || (v.priority == w.priority && v.seq > w.seq)));
-    } else if (!q.spec->cohort_name.empty() && vq->second.spec->cohort_name == q.spec->cohort_name &&
-               p.reclaim_within_cohort != "Never") {
-      bool borrowing = false;
-      for (const auto& [fr, amount] : wanted.admission.usage) {
-        borrowing = borrowing || tree_.Borrowed(vq->second.node, fr) > 0;
-      }
-      allowed = borrowing && (p.reclaim_within_cohort == "Any" || v.priority < w.priority);
-    }
-    if (allowed) candidates.push_back({id, a.cluster_queue == q.spec->name, v.priority, v.seq, vq->second.node});
-  }
-  // Other queues' borrowers first, then lower priority, then the most
-  // recently submitted.
-  std::stable_sort(candidates.begin(), candidates.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
-    if (a.own != b.own) return !a.own;
-    if (a.priority != b.priority) return a.priority < b.priority;
-    return a.seq > b.seq;
-  });
-  // Kueue's target selection (kueue-semantics §1.6), first that works:
-  // (1) only own-queue candidates: the preemptor may borrow; (2) with
-  // borrowWithinCohort, other queues' lower-priority workloads (up to
-  // maxPriorityThreshold) may go so that the preemptor borrows; (3) while
-  // the queue uses less than its nominal quota, reclaim so that it fits
-  // without borrowing; (4) own-queue candidates only, borrowing allowed.
-  const bool own_only = std::all_of(candidates.begin(), candidates.end(), [](const auto& c) { return c.own; });
-  if (own_only) return SelectVictims(q, w, candidates, /*allow_borrowing=*/true, "InClusterQueue");
-  if (FairSharing()) return FindFairVictims(q, w, candidates);
-  if (p.borrow_within_cohort == "LowerPriority") {
-    std::vector<VictimCandidate> eligible;
-    for (const auto& c : candidates) {
-      if (c.own || (c.priority < w.priority && (!p.max_priority_threshold || c.priority <= *p.max_priority_threshold))) {
-        eligible.push_back(c);
-      }
-    }
-    if (auto v = SelectVictims(q, w, eligible, true, "InCohortReclaimWhileBorrowing"); !v.empty()) return v;
-  }
-  bool under_nominal = true;
-  for (const auto& [fr, amount] : wanted.admission.usage) {
-    under_nominal = under_nominal && tree_.Usage(q.node, fr) < tree_.SubtreeQuota(q.node, fr);
-  }
-  if (under_nominal) {
-    if (auto v = SelectVictims(q, w, candidates, false, "InCohortReclamation"); !v.empty()) return v;
-  }
-  std::vector<VictimCandidate> own;
-  for (const auto& c : candidates) {
-    if (c.own) own.push_back(c);
-  }
-  return SelectVictims(q, w, own, true, "InClusterQueue");
-}
-
-std::vector<Eviction> AdmissionEngine::SelectVictims(const QueueState& q, const Workload& w,
-                                                     const std::vector<VictimCandidate>& candidates,
-                                                     bool allow_borrowing, const std::string& cohort_reason) {
-  auto fits = [&] {
-    Choice c = AssignFlavors(q, w);
-    return c.fit == Fit::kFit && (allow_borrowing || c.admission.borrowing_level == 0);
-  };
-  std::vector<size_t> removed;
-  bool fit = false;
-  for (size_t i = 0; i < candidates.size() && !fit; ++i) {
-    tree_.RemoveUsage(candidates[i].node, admitted_.at(candidates[i].id).usage);
-    removed.push_back(i);
-    fit = fits();
-  }
-  std::vector<Eviction> victims;
-  if (fit) {
-    // Minimize: give back each victim, newest decision first, when the
-    // preemptor still fits without its eviction.
-    std::vector<bool> needed(removed.size(), true);
-    for (size_t k = removed.size(); k-- > 0;) {
-      const VictimCandidate& c = candidates[removed[k]];
-      tree_.AddUsage(c.node, admitted_.at(c.id).usage);
-      if (fits()) {
-        needed[k] = false;
-      } else {
-        tree_.RemoveUsage(c.node, admitted_.at(c.id).usage);
-      }
-    }
-    for (size_t k = 0; k < removed.size(); ++k) {
-      const VictimCandidate& c = candidates[removed[k]];
-      if (needed[k]) victims.push_back({c.id, w.id, c.own ? "InClusterQueue" : cohort_reason});
-    }
-    // The victims keep their quota until they have stopped.
-    for (size_t k = 0; k < removed.size(); ++k) {
-      if (needed[k]) tree_.AddUsage(candidates[removed[k]].node, admitted_.at(candidates[removed[k]].id).usage);
-    }
-  } else {
-    for (size_t i : removed) tree_.AddUsage(candidates[i].node, admitted_.at(candidates[i].id).usage);
-  }
-  return victims;
 }
 
 std::vector<std::string> AdmissionEngine::QuotaHolders(const std::string& id) const {

@@ -152,26 +152,40 @@ class AdmissionEngine {
   double WeightedAmount(const FlavorResourceAmounts& usage) const;
   struct VictimCandidate {
     std::string id;
-    bool own;  // in the preemptor's ClusterQueue
-    int64_t priority, seq;
+    bool own;       // in the preemptor's ClusterQueue
+    bool evicting;  // already being evicted: taken first
+    // Another ClusterQueue's workload that borrowWithinCohort lets go while
+    // the preemptor borrows; other queues' workloads may otherwise only be
+    // reclaimed so that the preemptor fits without borrowing.
+    bool while_borrowing;
+    int64_t priority;
+    int64_t admitted;  // admission order: the most recent goes first
     QuotaTree::NodeId node;
+    QuotaTree::NodeId common;  // lowest common ancestor with the preemptor's ClusterQueue
   };
   // The fewest admitted workloads whose eviction lets `w` fit, chosen and
-  // minimized as Kueue does; empty when no allowed set does.
+  // minimized as Kueue's classical preemption does (admission_preemption.cc);
+  // may name workloads already being evicted. Empty when no allowed set does.
   std::vector<Eviction> FindVictims(const QueueState& q, const Workload& w);
-  // Greedy removal of `candidates` in order until `w` fits (without
-  // borrowing unless allowed), then minimized; empty when it never fits.
-  std::vector<Eviction> SelectVictims(const QueueState& q, const Workload& w,
-                                      const std::vector<VictimCandidate>& candidates, bool allow_borrowing,
-                                      const std::string& cohort_reason);
+  // The (flavor, resource) pairs of `usage` that do not fit `q` now.
+  std::set<FlavorResource> NeedingPreemption(const QueueState& q, const FlavorResourceAmounts& usage) const;
+  // Whether `usage` fits `q` now, and without borrowing unless allowed.
+  bool FitsQuota(const QueueState& q, const FlavorResourceAmounts& usage, bool allow_borrowing) const;
+  // Kueue's candidateIsValid: another queue's workload stays a candidate
+  // only while its ClusterQueue, and every Cohort between it and the
+  // common ancestor, uses more than its quota of a pair in `need`.
+  bool CandidateValid(const VictimCandidate& c, const std::set<FlavorResource>& need, bool allow_borrowing) const;
+  // Greedy removal of the valid `candidates` in order until `usage` fits,
+  // then minimized by giving back in reverse order; empty when it never fits.
+  std::vector<Eviction> SelectVictims(const QueueState& q, const Workload& w, const FlavorResourceAmounts& usage,
+                                      const std::vector<VictimCandidate>& candidates,
+                                      const std::set<FlavorResource>& need, bool allow_borrowing);
   // Fair-sharing preemption (admission_fair_sharing.cc): the candidates,
   // taken from the ClusterQueue with the highest share first and kept only
-  // while the Configuration's strategy holds, then selected and minimized
-  // as classically.
-  std::vector<Eviction> FindFairVictims(const QueueState& q, const Workload& w,
-                                        const std::vector<VictimCandidate>& candidates);
-  // Whether `w` would fit once the workloads being evicted are gone.
-  bool FitsAfterPendingEvictions(const QueueState& q, const Workload& w);
+  // while the Configuration's strategy holds, then minimized.
+  std::vector<Eviction> FindFairVictims(const QueueState& q, const Workload& w, const FlavorResourceAmounts& usage,
+                                        const std::vector<VictimCandidate>& candidates,
+                                        const std::set<FlavorResource>& need);
   bool FlavorMatches(const ResourceFlavor& flavor, const Workload& w, std::string* why) const;
   void SortQueue(QueueState& q);
 
@@ -187,6 +201,14 @@ class AdmissionEngine {
   int64_t now_ms_ = 0;
   std::set<std::string> evicting_;
   std::vector<Eviction> evictions_;
+  std::map<std::string, int64_t> admitted_order_;  // admission order of each admitted workload
+  int64_t next_admitted_order_ = 0;
+  // Within one Schedule() pass: what it admitted (never a victim in it),
+  // the victims preemptors of the pass rely on (their quota counts as free
+  // for the rest of the pass) and the quota reserved for those preemptors.
+  std::set<std::string> pass_admitted_;
+  std::set<std::string> pass_victims_;
+  std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> pass_reserved_;
   std::map<std::string, PendingInfo> pending_info_;
   std::map<QuotaTree::NodeId, double> weights_;  // fair-sharing weight per node (default 1)
   struct LocalQueueUsage {

@@ -2,6 +2,7 @@
 // docs/queueing.md#fair-sharing): weighted shares and the admission
 // tournament.
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -151,56 +152,123 @@ void AdmissionEngine::AddEntryPenalty(const Workload& w, const Admission& a) {
 }
 
 std::vector<Eviction> AdmissionEngine::FindFairVictims(const QueueState& q, const Workload& w,
-                                                       const std::vector<VictimCandidate>& candidates) {
-  const FlavorResourceAmounts wanted = AssignFlavors(q, w).admission.usage;
-  auto fits = [&] {
-    Choice c = AssignFlavors(q, w);
-    return c.fit == QuotaTree::Fit::kFit;
+                                                       const FlavorResourceAmounts& usage,
+                                                       const std::vector<VictimCandidate>& candidates,
+                                                       const std::set<FlavorResource>& need) {
+  // Another ClusterQueue is a target only while it borrows what is needed.
+  auto borrowing = [&](const VictimCandidate& c) { return CandidateValid(c, need, /*allow_borrowing=*/false); };
+  struct Target {
+    const VictimCandidate* candidate;
+    std::string reason;
   };
-  for (const std::string& strategy : config_.fair_sharing.preemption_strategies) {
-    // Candidates per ClusterQueue, each list in the classical order.
-    std::map<QuotaTree::NodeId, std::vector<const VictimCandidate*>> by_queue;
-    for (const VictimCandidate& c : candidates) by_queue[c.node].push_back(&c);
-    std::vector<VictimCandidate> chosen;
-    bool fit = false;
-    while (!fit && !by_queue.empty()) {
-      // The ClusterQueue with the highest share now (own candidates are
-      // always allowed, by withinClusterQueue, and go first).
-      auto target = by_queue.end();
-      double highest = -1;
-      for (auto it = by_queue.begin(); it != by_queue.end(); ++it) {
-        double share = it->first == q.node ? std::numeric_limits<double>::infinity() : WeightedShareOf(it->first);
-        if (target == by_queue.end() || share > highest) {
-          target = it;
-          highest = share;
-        }
-      }
-      const VictimCandidate& u = *target->second.front();
-      bool valid = u.own;
-      if (!valid) {
-        const double preemptor = WeightedShareOf(q.node, wanted);
-        if (strategy == "LessThanOrEqualToFinalShare") {
-          tree_.RemoveUsage(u.node, admitted_.at(u.id).usage);
-          valid = preemptor <= WeightedShareOf(u.node);
-          tree_.AddUsage(u.node, admitted_.at(u.id).usage);
-        } else {  // LessThanInitialShare
-          valid = preemptor < WeightedShareOf(u.node);
-        }
-      }
-      if (!valid) {
-        by_queue.erase(target);  // nothing more to take from that queue
-        continue;
-      }
-      tree_.RemoveUsage(u.node, admitted_.at(u.id).usage);
-      chosen.push_back(u);
-      target->second.erase(target->second.begin());
-      if (target->second.empty()) by_queue.erase(target);
-      fit = fits();
+  std::vector<Target> removed;
+  auto take = [&](const VictimCandidate& c, std::string reason) {
+    tree_.RemoveUsage(c.node, admitted_.at(c.id).usage);
+    removed.push_back({&c, std::move(reason)});
+    return FitsQuota(q, usage, /*allow_borrowing=*/true);
+  };
+  // Candidates per ClusterQueue, each list in the classical order, with the
+  // queue's share now; the queue with the highest share is taken from first
+  // (the preemptor's own queue too, by its own share).
+  struct QueueCandidates {
+    QuotaTree::NodeId node;
+    std::vector<const VictimCandidate*> workloads;
+    double share;
+  };
+  std::vector<QueueCandidates> queues;
+  auto queue_of = [&](std::vector<QueueCandidates>& list, QuotaTree::NodeId node) -> QueueCandidates& {
+    for (auto& qc : list) {
+      if (qc.node == node) return qc;
     }
-    for (const VictimCandidate& c : chosen) tree_.AddUsage(c.node, admitted_.at(c.id).usage);
-    if (fit) return SelectVictims(q, w, chosen, /*allow_borrowing=*/true, "InCohortFairSharing");
+    list.push_back({node, {}, WeightedShareOf(node)});
+    return list.back();
+  };
+  for (const VictimCandidate& c : candidates) queue_of(queues, c.node).workloads.push_back(&c);
+  auto pop_highest = [](std::vector<QueueCandidates>& list) {
+    auto it = std::max_element(list.begin(), list.end(), [](const QueueCandidates& a, const QueueCandidates& b) {
+      if (a.share != b.share) return a.share < b.share;
+      return a.node > b.node;  // ties: the earlier configured queue
+    });
+    QueueCandidates out = std::move(*it);
+    list.erase(it);
+    return out;
+  };
+  const auto& strategies = config_.fair_sharing.preemption_strategies;
+  auto holds = [&](const std::string& strategy, double preemptor_new, double target_old, double target_new) {
+    return strategy == "LessThanInitialShare" ? preemptor_new < target_old : preemptor_new <= target_new;
+  };
+  double preemptor_share = WeightedShareOf(q.node, usage);
+  bool fit = false;
+  std::vector<const VictimCandidate*> retry;  // refused by the first strategy
+  while (!fit && !queues.empty()) {
+    QueueCandidates target = pop_highest(queues);
+    if (target.node == q.node) {
+      fit = take(*target.workloads.front(), "InClusterQueue");
+      preemptor_share = WeightedShareOf(q.node, usage);
+      target.workloads.erase(target.workloads.begin());
+      if (!target.workloads.empty()) {
+        target.share = WeightedShareOf(target.node);
+        queues.push_back(std::move(target));
+      }
+      continue;
+    }
+    for (size_t i = 0; i < target.workloads.size(); ++i) {
+      const VictimCandidate& c = *target.workloads[i];
+      if (!borrowing(c)) break;  // the queue no longer borrows: nothing more to take from it
+      tree_.RemoveUsage(c.node, admitted_.at(c.id).usage);
+      const double target_new = WeightedShareOf(c.node);
+      tree_.AddUsage(c.node, admitted_.at(c.id).usage);
+      const bool fair = !strategies.empty() && holds(strategies[0], preemptor_share, target.share, target_new);
+      if (fair || c.while_borrowing) {
+        fit = take(c, fair ? "InCohortFairSharing" : "InCohortReclaimWhileBorrowing");
+        target.workloads.erase(target.workloads.begin(), target.workloads.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        if (!fit && !target.workloads.empty() && borrowing(*target.workloads.front())) {
+          target.share = target_new;
+          queues.push_back(std::move(target));
+        }
+        break;  // shares changed: pick the queue again
+      }
+      retry.push_back(&c);
+    }
   }
-  return {};
+  if (!fit && strategies.size() > 1) {
+    // The second strategy goes on from there, with what the first refused:
+    // each queue's first refused workload, highest share first.
+    std::vector<QueueCandidates> again;
+    for (const VictimCandidate* c : retry) {
+      QueueCandidates& qc = queue_of(again, c->node);
+      if (qc.workloads.empty()) qc.workloads.push_back(c);
+    }
+    while (!fit && !again.empty()) {
+      QueueCandidates target = pop_highest(again);
+      const VictimCandidate& c = *target.workloads.front();
+      if (borrowing(c) && holds(strategies[1], preemptor_share, target.share, 0)) {
+        fit = take(c, "InCohortFairSharing");
+      }
+    }
+  }
+  std::vector<Eviction> victims;
+  if (fit) {
+    // Minimize as classically: give back all but the last, newest first.
+    std::vector<bool> needed(removed.size(), true);
+    for (size_t k = removed.size() - 1; k-- > 0;) {
+      const VictimCandidate& c = *removed[k].candidate;
+      tree_.AddUsage(c.node, admitted_.at(c.id).usage);
+      if (FitsQuota(q, usage, /*allow_borrowing=*/true)) needed[k] = false;
+      else tree_.RemoveUsage(c.node, admitted_.at(c.id).usage);
+    }
+    for (size_t k = 0; k < removed.size(); ++k) {
+      if (needed[k]) victims.push_back({removed[k].candidate->id, w.id, removed[k].reason});
+    }
+  }
+  for (size_t k = 0; k < removed.size(); ++k) {
+    const VictimCandidate& c = *removed[k].candidate;
+    if (!fit || victims.end() != std::find_if(victims.begin(), victims.end(),
+                                              [&](const Eviction& v) { return v.victim_id == c.id; })) {
+      tree_.AddUsage(c.node, admitted_.at(c.id).usage);
+    }
+  }
+  return victims;
 }
 
 }  // namespace tau::sched

@@ -1,8 +1,9 @@
 // Randomized check of the admission engine's invariants: over thousands of
 // generated configurations and event sequences (submit, finish, preempt),
 // no ClusterQueue or cohort tree ever holds more quota than its limits
-// allow, and the quota tree's usage is exactly what the admitted workloads
-// hold. Deterministic: fixed seeds.
+// allow, the quota tree's usage is exactly what the admitted workloads
+// hold, and no pass evicts a workload it admitted. Deterministic: fixed
+// seeds.
 
 #include <gtest/gtest.h>
 
@@ -157,13 +158,20 @@ TEST(AdmissionInvariantsTest, NoQuotaIsExceededOverRandomEventSequences) {
         e.Remove(it->first);  // it finished
         admitted.erase(it);
       }
+      const std::map<std::string, Admission> before = admitted;
+      std::set<std::string> this_pass;
       for (const Admission& a : e.Schedule()) {
         ASSERT_FALSE(admitted.count(a.workload_id)) << "seed " << seed << ": admitted twice";
         admitted[a.workload_id] = a;
+        this_pass.insert(a.workload_id);
         ++admissions;
       }
       for (const Eviction& v : e.TakeEvictions()) {
-        ASSERT_TRUE(admitted.count(v.victim_id)) << "seed " << seed << ": evicting a workload not admitted";
+        // As in Kueue: victims are chosen among the workloads admitted
+        // before the pass, never one it admits.
+        ASSERT_FALSE(this_pass.count(v.victim_id))
+            << "seed " << seed << ", step " << step << ": " << v.victim_id << " admitted and evicted in one pass";
+        ASSERT_TRUE(before.count(v.victim_id)) << "seed " << seed << ": evicting a workload not admitted";
         e.Remove(v.victim_id);  // it stopped
         admitted.erase(v.victim_id);
         ++evictions;

@@ -1,0 +1,160 @@
+// Classical preemption in the admission engine (kueue-semantics §1.6,
+// docs/queueing.md#preemption): which admitted workloads may make room for
+// a pending one, and the fewest of them that do.
+
+#include <algorithm>
+
+#include "sched/admission_engine.h"
+
+namespace tau::sched {
+
+std::set<FlavorResource> AdmissionEngine::NeedingPreemption(const QueueState& q,
+                                                            const FlavorResourceAmounts& usage) const {
+  std::set<FlavorResource> need;
+  for (const auto& [fr, amount] : usage) {
+    if (amount > 0 && tree_.Available(q.node, fr) < amount) need.insert(fr);
+  }
+  return need;
+}
+
+bool AdmissionEngine::FitsQuota(const QueueState& q, const FlavorResourceAmounts& usage, bool allow_borrowing) const {
+  for (const auto& [fr, amount] : usage) {
+    if (amount > tree_.Available(q.node, fr)) return false;
+    if (!allow_borrowing && tree_.Usage(q.node, fr) + amount > tree_.SubtreeQuota(q.node, fr)) return false;
+  }
+  return true;
+}
+
+bool AdmissionEngine::CandidateValid(const VictimCandidate& c, const std::set<FlavorResource>& need,
+                                     bool allow_borrowing) const {
+  if (c.own) return true;
+  if (allow_borrowing && !c.while_borrowing) return false;
+  auto over_quota = [&](QuotaTree::NodeId node) {
+    for (const FlavorResource& fr : need) {
+      if (tree_.Usage(node, fr) > tree_.SubtreeQuota(node, fr)) return true;
+    }
+    return false;
+  };
+  for (std::optional<QuotaTree::NodeId> node = c.node; node && *node != c.common; node = tree_.Parent(*node)) {
+    if (!over_quota(*node)) return false;
+  }
+  return true;
+}
+
+std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Workload& w) {
+  const Preemption& p = q.spec->preemption;
+  if (p.within_cluster_queue == "Never" && p.reclaim_within_cohort == "Never") return {};
+  const FlavorResourceAmounts usage = AssignFlavors(q, w).admission.usage;
+  const std::set<FlavorResource> need = NeedingPreemption(q, usage);
+  if (need.empty()) return {};
+  // The preemptor's ClusterQueue and its Cohorts, nearest first.
+  std::vector<QuotaTree::NodeId> ancestors;
+  for (std::optional<QuotaTree::NodeId> n = q.node; n; n = tree_.Parent(*n)) ancestors.push_back(*n);
+  auto common_ancestor = [&](QuotaTree::NodeId node) -> std::optional<QuotaTree::NodeId> {
+    for (std::optional<QuotaTree::NodeId> n = node; n; n = tree_.Parent(*n)) {
+      if (std::find(ancestors.begin(), ancestors.end(), *n) != ancestors.end()) return *n;
+    }
+    return std::nullopt;  // another cohort tree
+  };
+  std::vector<VictimCandidate> candidates;
+  for (const auto& [id, a] : admitted_) {
+    if (pass_admitted_.count(id) || pass_victims_.count(id)) continue;
+    bool uses = false;
+    for (const auto& [fr, amount] : a.usage) uses = uses || (amount > 0 && need.count(fr));
+    if (!uses) continue;
+    auto vq = queues_.find(a.cluster_queue);
+    if (vq == queues_.end()) continue;
+    const Workload& v = workloads_.at(id);
+    VictimCandidate c{id, vq->second.node == q.node, evicting_.count(id) > 0, false, v.priority,
+                      admitted_order_.count(id) ? admitted_order_.at(id) : 0, vq->second.node, q.node};
+    if (c.own) {
+      const bool lower = v.priority < w.priority;
+      if (!(p.within_cluster_queue == "LowerPriority" && lower) &&
+          !(p.within_cluster_queue == "LowerOrNewerEqualPriority" &&
+            (lower || (v.priority == w.priority && v.seq > w.seq)))) {
+        continue;
+      }
+    } else {
+      auto common = common_ancestor(vq->second.node);
+      if (!common || p.reclaim_within_cohort == "Never") continue;
+      if (p.reclaim_within_cohort == "LowerPriority" && v.priority >= w.priority) continue;
+      c.common = *common;
+      c.while_borrowing = p.borrow_within_cohort == "LowerPriority" && v.priority < w.priority &&
+                          (!p.max_priority_threshold || v.priority <= *p.max_priority_threshold);
+    }
+    candidates.push_back(c);
+  }
+  // Kueue's candidate order: already evicting first, then other
+  // ClusterQueues' workloads, lower priority, the most recently admitted.
+  std::sort(candidates.begin(), candidates.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
+    if (a.evicting != b.evicting) return a.evicting;
+    if (a.own != b.own) return !a.own;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.admitted != b.admitted) return a.admitted > b.admitted;
+    return a.id < b.id;
+  });
+  const bool others = std::any_of(candidates.begin(), candidates.end(), [](const auto& c) { return !c.own; });
+  if (others && FairSharing()) return FindFairVictims(q, w, usage, candidates, need);
+  // Which runs to try, borrowing allowed or not, in Kueue's order: another
+  // queue's workload is reclaimed only while the preemptor stays within its
+  // nominal quota, unless borrowWithinCohort allows it.
+  bool under_nominal = true;
+  for (const FlavorResource& fr : need) under_nominal = under_nominal && tree_.Usage(q.node, fr) < tree_.SubtreeQuota(q.node, fr);
+  const bool borrow_within_cohort = p.borrow_within_cohort == "LowerPriority";
+  std::vector<bool> runs;
+  if (!others || (!borrow_within_cohort && !under_nominal)) runs = {true};
+  else if (!borrow_within_cohort) runs = {false, true};
+  else runs = {true, false};
+  for (bool allow_borrowing : runs) {
+    auto victims = SelectVictims(q, w, usage, candidates, need, allow_borrowing);
+    if (!victims.empty()) return victims;
+  }
+  return {};
+}
+
+std::vector<Eviction> AdmissionEngine::SelectVictims(const QueueState& q, const Workload& w,
+                                                     const FlavorResourceAmounts& usage,
+                                                     const std::vector<VictimCandidate>& candidates,
+                                                     const std::set<FlavorResource>& need, bool allow_borrowing) {
+  std::vector<const VictimCandidate*> removed;
+  bool fit = false;
+  for (const VictimCandidate& c : candidates) {
+    // Validity changes as candidates go: re-checked against what is left.
+    if (!CandidateValid(c, need, allow_borrowing)) continue;
+    tree_.RemoveUsage(c.node, admitted_.at(c.id).usage);
+    removed.push_back(&c);
+    if (FitsQuota(q, usage, allow_borrowing)) {
+      fit = true;
+      break;
+    }
+  }
+  std::vector<Eviction> victims;
+  if (fit) {
+    // Minimize: give back each victim but the last, newest decision first,
+    // when the preemptor still fits without its eviction.
+    std::vector<bool> needed(removed.size(), true);
+    for (size_t k = removed.size() - 1; k-- > 0;) {
+      const VictimCandidate& c = *removed[k];
+      tree_.AddUsage(c.node, admitted_.at(c.id).usage);
+      if (FitsQuota(q, usage, allow_borrowing)) {
+        needed[k] = false;
+      } else {
+        tree_.RemoveUsage(c.node, admitted_.at(c.id).usage);
+      }
+    }
+    for (size_t k = 0; k < removed.size(); ++k) {
+      if (!needed[k]) continue;
+      const VictimCandidate& c = *removed[k];
+      const std::string reason = c.own ? "InClusterQueue"
+                                 : c.while_borrowing ? "InCohortReclaimWhileBorrowing"
+                                                                        : "InCohortReclamation";
+      victims.push_back({c.id, w.id, reason});
+      tree_.AddUsage(c.node, admitted_.at(c.id).usage);  // they keep their quota until they have stopped
+    }
+  } else {
+    for (const VictimCandidate* c : removed) tree_.AddUsage(c->node, admitted_.at(c->id).usage);
+  }
+  return victims;
+}
+
+}  // namespace tau::sched

@@ -1,0 +1,230 @@
+// Classical preemption as Kueue's scheduler does it (kueue-semantics §1.6):
+// one pass nominates, reserves and evicts; candidates are re-checked after
+// each removal; borrowing is judged on the resources that need preemption;
+// reclaim looks across the whole cohort tree.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sched/admission_engine.h"
+#include "sched/test_builders.h"
+
+namespace tau::sched {
+namespace {
+
+ResourceQuota Q(const std::string& name, int64_t units) {
+  return {name, Quantity::FromUnits(units), std::nullopt, std::nullopt};
+}
+
+Workload W(const std::string& id, int64_t cpus, const std::string& queue, int64_t priority = 0) {
+  return testing::MakeWorkload(id, queue, cpus, priority);
+}
+
+std::vector<std::string> Ids(const std::vector<Admission>& admitted) {
+  std::vector<std::string> ids;
+  for (const auto& a : admitted) ids.push_back(a.workload_id);
+  return ids;
+}
+
+std::vector<std::string> Victims(const std::vector<Eviction>& evictions) {
+  std::vector<std::string> ids;
+  for (const auto& e : evictions) ids.push_back(e.victim_id);
+  return ids;
+}
+
+// CPU-only ClusterQueues, LocalQueue q<name> each, in the cohorts given.
+KueueConfig CpuQueues(const std::vector<std::tuple<std::string, int64_t, std::string>>& queues) {
+  KueueConfig c;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  for (const auto& [name, cpus, cohort] : queues) {
+    c.cluster_queues.push_back(testing::MakeCpuQueue(name, Q("cpu", cpus), cohort));
+    c.local_queues.push_back({"default", "q" + name, name, "None"});
+  }
+  return c;
+}
+
+// a (2 CPUs) runs `low` on one of them; b (nominal 0) may borrow the other.
+// `high` needs both of a's CPUs and preempts `low`.
+KueueConfig PreemptorAndBorrower(const std::string& reclaim) {
+  KueueConfig c = CpuQueues({{"a", 2, "all"}, {"b", 0, "all"}});
+  c.cluster_queues[0].preemption.within_cluster_queue = "LowerPriority";
+  c.cluster_queues[0].preemption.reclaim_within_cohort = reclaim;
+  return c;
+}
+
+TEST(OnePassPreemptionTest, APreemptorReservesItsQuotaSoALaterHeadThatNoLongerFitsWaits) {
+  for (const char* reclaim : {"Never", "Any"}) {
+    SCOPED_TRACE(std::string("reclaimWithinCohort ") + reclaim);
+    AdmissionEngine e;
+    e.Configure(PreemptorAndBorrower(reclaim));
+    ASSERT_TRUE(e.Submit(W("low", 1, "qa")).ok());
+    ASSERT_EQ(Ids(e.Schedule()), std::vector<std::string>{"low"});
+    // Both arrive before the next pass.
+    ASSERT_TRUE(e.Submit(W("high", 2, "qa", 10)).ok());
+    ASSERT_TRUE(e.Submit(W("borrower", 1, "qb")).ok());
+    EXPECT_TRUE(e.Schedule().empty()) << "a's idle CPU is reserved for high, not lent to borrower";
+    EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{"low"}) << "never a workload of the same pass";
+    EXPECT_EQ(e.Why("high")->reason, "WaitingForPreemptedWorkloads");
+    EXPECT_EQ(e.Why("borrower")->reason, "WaitingForQuota");
+    // While low stops, the reservation holds in every pass.
+    EXPECT_TRUE(e.Schedule().empty());
+    EXPECT_TRUE(e.TakeEvictions().empty());
+    EXPECT_FALSE(e.IsAdmitted("borrower"));
+    e.Remove("low");
+    EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"high"});
+    EXPECT_TRUE(e.TakeEvictions().empty());
+  }
+}
+
+TEST(OnePassPreemptionTest, APreemptorIsNotPutBehindLowerPriorityHeadsThatFit) {
+  // Both heads borrow (high would hold 3 CPUs in a, which has 2), so
+  // priority decides: Kueue's order does not look at whether a head fits or
+  // must preempt. The preemptor goes first and the borrower no longer fits.
+  AdmissionEngine e;
+  e.Configure(PreemptorAndBorrower("Never"));
+  ASSERT_TRUE(e.Submit(W("low", 1, "qa")).ok());
+  e.Schedule();
+  ASSERT_TRUE(e.Submit(W("borrower", 1, "qb", 5)).ok());
+  ASSERT_TRUE(e.Submit(W("high", 2, "qa", 10)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{"low"});
+  // With a higher priority the borrower goes first, and high, no longer
+  // fitting once it is in, waits without preempting.
+  AdmissionEngine f;
+  f.Configure(PreemptorAndBorrower("Never"));
+  ASSERT_TRUE(f.Submit(W("low", 1, "qa")).ok());
+  f.Schedule();
+  ASSERT_TRUE(f.Submit(W("borrower", 1, "qb", 100)).ok());
+  ASSERT_TRUE(f.Submit(W("high", 2, "qa", 10)).ok());
+  EXPECT_EQ(Ids(f.Schedule()), std::vector<std::string>{"borrower"});
+  EXPECT_TRUE(f.TakeEvictions().empty());
+  EXPECT_EQ(f.Why("high")->reason, "WaitingForQuota");
+}
+
+TEST(OnePassPreemptionTest, TwoPreemptorsNeverShareVictims) {
+  KueueConfig c = CpuQueues({{"a", 2, ""}});
+  c.cluster_queues[0].preemption.within_cluster_queue = "LowerPriority";
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("low", 2, "qa")).ok());
+  e.Schedule();
+  ASSERT_TRUE(e.Submit(W("high1", 2, "qa", 10)).ok());
+  ASSERT_TRUE(e.Submit(W("high2", 2, "qa", 10)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{"low"});
+  EXPECT_EQ(e.Why("high1")->reason, "WaitingForPreemptedWorkloads");
+  EXPECT_EQ(e.Why("high2")->reason, "WaitingForQuota");
+  e.Remove("low");
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"high1"});
+}
+
+// b (3 CPUs) lent 1 to a (runs a1..a3, 1 CPU each, on 2 of its own) and 1
+// to c (nominal 0, runs c1). b wants 2 back: once a3 is gone a is within
+// its nominal quota, so a1 and a2 are no longer candidates and c1 goes.
+TEST(ReclaimTest, ALenderIsNeverTakenBelowItsNominalQuota) {
+  KueueConfig c = CpuQueues({{"a", 2, "all"}, {"b", 2, "all"}, {"c", 0, "all"}});
+  c.cluster_queues[1].preemption.reclaim_within_cohort = "Any";
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("c1", 1, "qc")).ok());
+  ASSERT_EQ(e.Schedule().size(), 1u);
+  for (const char* id : {"a1", "a2", "a3"}) {
+    ASSERT_TRUE(e.Submit(W(id, 1, "qa")).ok());
+    ASSERT_EQ(e.Schedule().size(), 1u);  // admitted one after the other: a3 last
+  }
+  ASSERT_TRUE(e.Submit(W("b1", 2, "qb")).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  auto evictions = e.TakeEvictions();
+  EXPECT_THAT(Victims(evictions), ::testing::UnorderedElementsAre("a3", "c1"));
+  for (const auto& v : evictions) EXPECT_EQ(v.reason, "InCohortReclamation");
+}
+
+// Every workload asks for CPUs and a GPU. a borrows CPUs but uses only its
+// own GPUs; c borrows a GPU. b's preemptor needs GPUs only (its CPUs fit):
+// a is not borrowing what b needs, so only c's workload is a candidate.
+TEST(ReclaimTest, BorrowingIsJudgedOnTheResourcesThatNeedPreemption) {
+  KueueConfig c;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  auto queue = [](const std::string& name, int64_t cpus, int64_t gpus) {
+    ClusterQueue cq = testing::MakeCpuQueue(name, Q("cpu", cpus), "all");
+    cq.resource_groups = {{{"cpu", "nvidia.com/gpu"}, {{"default", {Q("cpu", cpus), Q("nvidia.com/gpu", gpus)}}}}};
+    return cq;
+  };
+  c.cluster_queues = {queue("a", 4, 2), queue("b", 8, 2), queue("c", 0, 0)};
+  c.cluster_queues[1].preemption.reclaim_within_cohort = "Any";
+  for (const char* q : {"a", "b", "c"}) c.local_queues.push_back({"default", std::string("q") + q, q, "None"});
+  auto job = [](const std::string& id, const std::string& queue, int64_t cpus, int64_t gpus) {
+    Workload w = W(id, cpus, queue);
+    w.per_pod["nvidia.com/gpu"] = gpus * 1000;
+    return w;
+  };
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(job("c1", "qc", 1, 1)).ok());
+  ASSERT_EQ(e.Schedule().size(), 1u);
+  ASSERT_TRUE(e.Submit(job("a1", "qa", 6, 2)).ok());  // 2 CPUs borrowed, GPUs its own; admitted after c1
+  ASSERT_EQ(e.Schedule().size(), 1u);
+  ASSERT_TRUE(e.Submit(job("b1", "qb", 1, 2)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{"c1"});
+}
+
+// Sub-cohorts left {a} and right {b} under one root: b borrows a's idle
+// quota through the root, and a reclaims it although the two ClusterQueues
+// name different cohorts.
+TEST(ReclaimTest, ReclaimReachesAcrossTheWholeCohortTree) {
+  KueueConfig c = CpuQueues({{"a", 2, "left"}, {"b", 0, "right"}});
+  c.cohorts = {{"root", "", {}, std::nullopt}, {"left", "root", {}, std::nullopt}, {"right", "root", {}, std::nullopt}};
+  c.cluster_queues[0].preemption.reclaim_within_cohort = "Any";
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("b1", 2, "qb")).ok());
+  ASSERT_EQ(Ids(e.Schedule()), std::vector<std::string>{"b1"});
+  ASSERT_TRUE(e.Submit(W("a1", 2, "qa")).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  auto evictions = e.TakeEvictions();
+  EXPECT_EQ(Victims(evictions), std::vector<std::string>{"b1"});
+  ASSERT_EQ(evictions.size(), 1u);
+  EXPECT_EQ(evictions[0].reason, "InCohortReclamation");
+}
+
+// b (nominal 1) borrows 2 through the root; a (left, nominal 2) runs one,
+// and its higher-priority preemptor needs 2 more, which means borrowing:
+// borrowWithinCohort lets it take b's lower-priority workload across the
+// tree.
+TEST(ReclaimTest, BorrowWithinCohortReachesAcrossTheWholeCohortTree) {
+  KueueConfig c = CpuQueues({{"a", 2, "left"}, {"b", 1, "right"}});
+  c.cohorts = {{"root", "", {}, std::nullopt}, {"left", "root", {}, std::nullopt}, {"right", "root", {}, std::nullopt}};
+  c.cluster_queues[0].preemption.reclaim_within_cohort = "LowerPriority";
+  c.cluster_queues[0].preemption.borrow_within_cohort = "LowerPriority";
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("a1", 1, "qa", 10)).ok());
+  ASSERT_TRUE(e.Submit(W("b1", 2, "qb")).ok());
+  ASSERT_EQ(e.Schedule().size(), 2u);
+  ASSERT_TRUE(e.Submit(W("a2", 2, "qa", 10)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  auto evictions = e.TakeEvictions();
+  EXPECT_EQ(Victims(evictions), std::vector<std::string>{"b1"});
+  ASSERT_EQ(evictions.size(), 1u);
+  EXPECT_EQ(evictions[0].reason, "InCohortReclaimWhileBorrowing");
+}
+
+TEST(VictimOrderTest, TheMostRecentlyAdmittedGoesFirstWhateverItsSubmission) {
+  KueueConfig c = CpuQueues({{"a", 2, ""}});
+  c.cluster_queues[0].preemption.within_cluster_queue = "LowerPriority";
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("older", 1, "qa")).ok());
+  ASSERT_TRUE(e.Submit(W("newer", 1, "qa")).ok());
+  e.SetHeld("older", true);
+  ASSERT_EQ(Ids(e.Schedule()), std::vector<std::string>{"newer"});
+  e.SetHeld("older", false);
+  ASSERT_EQ(Ids(e.Schedule()), std::vector<std::string>{"older"});  // submitted first, admitted last
+  ASSERT_TRUE(e.Submit(W("high", 1, "qa", 10)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{"older"});
+}
+
+}  // namespace
+}  // namespace tau::sched
