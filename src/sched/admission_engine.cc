@@ -162,7 +162,8 @@ bool AdmissionEngine::FlavorMatches(const ResourceFlavor& flavor, const Workload
   return true;
 }
 
-AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, const Workload& w) const {
+AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, const Workload& w,
+                                                       bool simulate_preemption) const {
   Choice out;
   out.fit = Fit::kFit;
   out.admission.workload_id = w.id;
@@ -214,6 +215,21 @@ AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, cons
         } else if (r.fit == Fit::kNeedsPreemption && gap.empty()) {
           gap = fmt::format("{} {} of flavor {} requested, {} available", Amount(resource, amount), resource, f.name,
                             Amount(resource, std::max<int64_t>(0, tree_.Available(q.node, {f.name, resource}))));
+        }
+      }
+      if (fit == Fit::kNeedsPreemption && simulate_preemption && q.spec->flavor_fungibility.when_can_preempt == "MayStopSearch") {
+        // Would preempting on this flavor find victims? Without any, the
+        // search goes on as if the flavor did not fit now.
+        FlavorResourceAmounts on_flavor;
+        for (const auto& [resource, amount] : wanted) on_flavor[{f.name, resource}] = amount;
+        if (const_cast<AdmissionEngine*>(this)->FindVictims(q, w, on_flavor).empty()) {
+          if (best_rank < 0) {
+            best_rank = Rank(fit, level);
+            best_fit = fit;
+            best_level = level;
+            best_flavor = f.name;
+          }
+          continue;
         }
       }
       int rank = Rank(fit, level);
@@ -445,13 +461,13 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         const std::string& id = q.pending[i];
         if (held_.count(id) || backoff_until_.count(id) || parked.count(id)) continue;
         const Workload& w = workloads_.at(id);
-        candidates.push_back({&q, &w, AssignFlavors(q, w), {}});
+        candidates.push_back({&q, &w, AssignFlavors(q, w, /*simulate_preemption=*/true), {}});
         break;
       }
     }
     if (candidates.empty()) break;
     for (Candidate& c : candidates) {
-      if (c.choice.fit == Fit::kNeedsPreemption) c.targets = FindVictims(*c.queue, *c.workload);
+      if (c.choice.fit == Fit::kNeedsPreemption) c.targets = FindVictims(*c.queue, *c.workload, c.choice.admission.usage);
     }
     if (FairSharing()) {
       // Tournament order, run again for each pick: shares change with every

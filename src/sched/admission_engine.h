@@ -131,17 +131,22 @@ class AdmissionEngine {
     std::string reason, message;
   };
 
-  Choice AssignFlavors(const QueueState& q, const Workload& w) const;
-  // Among queue heads that fit, the next to admit under fair sharing: a
-  // tournament from each root Cohort down, where each child is scored by
-  // its share after admitting its candidate (not borrowing first, then the
-  // lowest share, higher priority, older). Returns an index into `heads`.
+  // The flavor of each resource group, scanned in order under the queue's
+  // flavorFungibility. With `simulate_preemption` (nomination), a flavor
+  // that needs preemption but where no victims exist does not stop the
+  // search under whenCanPreempt: MayStopSearch (Kueue's preemption oracle).
+  Choice AssignFlavors(const QueueState& q, const Workload& w, bool simulate_preemption = false) const;
+  // Among queue heads, the next to go under fair sharing: a tournament
+  // from each root Cohort down, where each child is scored by its state
+  // after admitting its candidate: not borrowing from that Cohort first
+  // (judged at each level), then the lowest share, higher priority, older.
+  // Returns an index into `heads`.
   struct Head {
     const QueueState* queue;
     const Workload* workload;
     const Admission* admission;
   };
-  size_t TournamentWinner(const std::vector<Head>& heads) const;
+  size_t TournamentWinner(const std::vector<Head>& heads);
   // Admission fair sharing: whether `q` orders by LocalQueue usage; the
   // decay step α; the usage sampled every interval (caught up to now_ms_);
   // and an admission's entry penalty.
@@ -163,10 +168,11 @@ class AdmissionEngine {
     QuotaTree::NodeId node;
     QuotaTree::NodeId common;  // lowest common ancestor with the preemptor's ClusterQueue
   };
-  // The fewest admitted workloads whose eviction lets `w` fit, chosen and
+  // The fewest admitted workloads whose eviction lets `w` fit with `usage`
+  // (its flavors' amounts), chosen and
   // minimized as Kueue's classical preemption does (admission_preemption.cc);
   // may name workloads already being evicted. Empty when no allowed set does.
-  std::vector<Eviction> FindVictims(const QueueState& q, const Workload& w);
+  std::vector<Eviction> FindVictims(const QueueState& q, const Workload& w, const FlavorResourceAmounts& usage);
   // The (flavor, resource) pairs of `usage` that do not fit `q` now.
   std::set<FlavorResource> NeedingPreemption(const QueueState& q, const FlavorResourceAmounts& usage) const;
   // Whether `usage` fits `q` now, and without borrowing unless allowed.

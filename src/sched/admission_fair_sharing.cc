@@ -26,31 +26,41 @@ std::optional<QuotaTree::NodeId> AdmissionEngine::CohortNode(const std::string& 
   return it->second;
 }
 
-size_t AdmissionEngine::TournamentWinner(const std::vector<Head>& heads) const {
+size_t AdmissionEngine::TournamentWinner(const std::vector<Head>& heads) {
   std::unordered_map<QuotaTree::NodeId, size_t> head_of;  // ClusterQueue node -> its head
   for (size_t i = 0; i < heads.size(); ++i) head_of[heads[i].queue->node] = i;
-  struct Entry {
-    size_t head;
+  // Per head, and per node on its path below the root: whether that node
+  // borrows from its parent, and its share, once the head is admitted.
+  struct Score {
     bool borrows;
+    double share;
   };
-  // The head that wins the subtree of `node`, if any. Each child is scored
-  // by its share after admitting its own winner.
-  std::function<std::optional<Entry>(QuotaTree::NodeId)> winner = [&](QuotaTree::NodeId node) -> std::optional<Entry> {
+  std::vector<std::map<QuotaTree::NodeId, Score>> scores(heads.size());
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const FlavorResourceAmounts& usage = heads[i].admission->usage;
+    tree_.AddUsage(heads[i].queue->node, usage);
+    for (QuotaTree::NodeId n = heads[i].queue->node; tree_.Parent(n); n = *tree_.Parent(n)) {
+      bool borrows = false;
+      for (const auto& [fr, used] : tree_.UsageOf(n)) borrows = borrows || used > tree_.SubtreeQuota(n, fr);
+      scores[i][n] = {borrows, WeightedShareOf(n)};
+    }
+    tree_.RemoveUsage(heads[i].queue->node, usage);
+  }
+  // The head that wins the subtree of `node`, if any.
+  std::function<std::optional<size_t>(QuotaTree::NodeId)> winner = [&](QuotaTree::NodeId node) -> std::optional<size_t> {
     if (!tree_.IsCohort(node)) {
       auto it = head_of.find(node);
       if (it == head_of.end()) return std::nullopt;
-      return Entry{it->second, heads[it->second].admission->borrowing_level > 0};
+      return it->second;
     }
-    std::optional<Entry> best;
+    std::optional<size_t> best;
     std::tuple<bool, double, int64_t, int64_t> best_key;
     for (QuotaTree::NodeId child : tree_.Children(node)) {
       auto e = winner(child);
       if (!e) continue;
-      const Head& h = heads[e->head];
-      // Not borrowing first, then the lowest share after admission, then
-      // higher priority, then older.
-      auto key = std::make_tuple(e->borrows, WeightedShareOf(child, h.admission->usage), -h.workload->priority,
-                                 h.workload->seq);
+      const Head& h = heads[*e];
+      const Score& score = scores[*e].at(child);
+      auto key = std::make_tuple(score.borrows, score.share, -h.workload->priority, h.workload->seq);
       if (!best || key < best_key) {
         best = e;
         best_key = key;
@@ -61,7 +71,7 @@ size_t AdmissionEngine::TournamentWinner(const std::vector<Head>& heads) const {
   // Roots do not share quota: the first head's root decides first.
   QuotaTree::NodeId root = heads.front().queue->node;
   while (auto parent = tree_.Parent(root)) root = *parent;
-  if (auto e = winner(root)) return e->head;
+  if (auto e = winner(root)) return *e;
   return 0;
 }
 

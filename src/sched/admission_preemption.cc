@@ -41,10 +41,10 @@ bool AdmissionEngine::CandidateValid(const VictimCandidate& c, const std::set<Fl
   return true;
 }
 
-std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Workload& w) {
+std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Workload& w,
+                                                   const FlavorResourceAmounts& usage) {
   const Preemption& p = q.spec->preemption;
   if (p.within_cluster_queue == "Never" && p.reclaim_within_cohort == "Never") return {};
-  const FlavorResourceAmounts usage = AssignFlavors(q, w).admission.usage;
   const std::set<FlavorResource> need = NeedingPreemption(q, usage);
   if (need.empty()) return {};
   // The preemptor's ClusterQueue and its Cohorts, nearest first.

@@ -6,7 +6,7 @@
 
 namespace tau::sched {
 
-int64_t DominantResourceShare(const QuotaTree& tree, QuotaTree::NodeId node, const FlavorResourceAmounts& extra) {
+double DominantResourceShare(const QuotaTree& tree, QuotaTree::NodeId node, const FlavorResourceAmounts& extra) {
   auto parent = tree.Parent(node);
   if (!parent) return 0;
   std::map<std::string, int64_t> borrowing;
@@ -28,17 +28,16 @@ int64_t DominantResourceShare(const QuotaTree& tree, QuotaTree::NodeId node, con
   }
   if (borrowing.empty()) return 0;
   const std::map<std::string, int64_t>& lendable = tree.LendableByResource(*parent);
-  int64_t share = 0;
+  double share = 0;
   for (const auto& [resource, borrowed] : borrowing) {
     auto l = lendable.find(resource);
     if (l == lendable.end() || l->second <= 0) continue;
-    // Exact in integers: borrowed·1000 / lendable, like Kueue's.
-    share = std::max<int64_t>(share, static_cast<int64_t>((static_cast<__int128>(borrowed) * 1000) / l->second));
+    share = std::max(share, static_cast<double>(borrowed) * 1000.0 / static_cast<double>(l->second));
   }
   return share;
 }
 
-double WeightedShare(int64_t dominant_share, double weight) {
+double WeightedShare(double dominant_share, double weight) {
   if (dominant_share == 0) return 0;
   if (weight <= 0) return std::numeric_limits<double>::infinity();
   return static_cast<double>(dominant_share) / weight;

@@ -69,6 +69,58 @@ TEST(FairSharingTest, DominantResourceShareIsBorrowedPerMilleOfWhatTheParentCanL
   EXPECT_EQ(ReportedWeightedShare(WeightedShare(1, 0)), std::numeric_limits<int64_t>::max());
 }
 
+TEST(FairSharingTest, TheShareIsAFloatLikeKueues) {
+  QuotaTree t;
+  auto cohort = t.AddCohort("all");
+  auto a = t.AddClusterQueue("a");
+  auto lender = t.AddClusterQueue("lender");
+  t.SetParent(a, cohort);
+  t.SetParent(lender, cohort);
+  FlavorResource cpu{"default", "cpu"};
+  t.SetQuota(lender, cpu, {3000});
+  t.AddUsage(a, {{cpu, 1000}});
+  EXPECT_DOUBLE_EQ(DominantResourceShare(t, a, {}), 1000.0 / 3);  // not rounded down to 333
+  EXPECT_LT(DominantResourceShare(t, a, {{cpu, -1}}), DominantResourceShare(t, a, {}));
+}
+
+TEST(FairSharingTest, ACohortLendsWhatItCanTakeFromAboveToo) {
+  // root has 4 CPUs of flavor f2; its child cohort mid has a and b (2 CPUs
+  // of f1 each) and no f2 of its own: mid can lend 4 of f1 and 4 of f2.
+  QuotaTree t;
+  auto root = t.AddCohort("root");
+  auto mid = t.AddCohort("mid");
+  auto a = t.AddClusterQueue("a");
+  auto b = t.AddClusterQueue("b");
+  t.SetParent(mid, root);
+  t.SetParent(a, mid);
+  t.SetParent(b, mid);
+  t.SetQuota(root, {"f2", "cpu"}, {4000});
+  t.SetQuota(a, {"f1", "cpu"}, {2000});
+  t.SetQuota(b, {"f1", "cpu"}, {2000});
+  t.AddUsage(a, {{{"f1", "cpu"}, 3000}});
+  EXPECT_EQ(t.LendableByResource(mid).at("cpu"), 8000);
+  EXPECT_DOUBLE_EQ(DominantResourceShare(t, a, {}), 125);  // 1 of 8
+}
+
+// Under root: cohort x (x1, x2: 1 CPU each) and queue y (1 CPU). x1's head
+// borrows x2's idle CPU, inside x: at the root x does not borrow, so x and
+// y tie on borrowing and on share, and priority decides.
+TEST(FairSharingTest, BorrowingIsJudgedAtEachLevelOfTheTournament) {
+  KueueConfig c;
+  c.fair_sharing.enable = true;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  c.cohorts = {{"x", "root", {}, {}}, {"root", "", {}, {}}};
+  c.cluster_queues = {Cpu("x1", 1, "x"), Cpu("x2", 1, "x"), Cpu("y", 1, "root")};
+  c.local_queues = {{"default", "x1", "x1", "None"}, {"default", "y", "y", "None"}};
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("y-low", "y", 1, 0)).ok());
+  ASSERT_TRUE(e.Submit(W("x1-high", "x1", 2, 10)).ok());
+  std::vector<std::string> order;
+  for (const Admission& a : e.Schedule()) order.push_back(a.workload_id);
+  EXPECT_EQ(order, (std::vector<std::string>{"x1-high", "y-low"}));
+}
+
 // Each cycle admits at most one head per ClusterQueue, so a and b fill the
 // idle quota in turns either way; what fair sharing decides is who gets a
 // CPU when one is freed and both want it.
@@ -193,6 +245,26 @@ TEST(FairSharingTest, AQueueBelowItsShareReclaimsFromTheOneAboveItAndThenNobodyP
     ASSERT_TRUE(e.Submit(W("b-more" + std::to_string(round), "b")).ok());
     EXPECT_TRUE(Settle(e).empty()) << "round " << round;
   }
+}
+
+// a borrows 1 of b's CPUs; b runs a low-priority workload of its own and
+// its high-priority one needs a CPU. The queue with the highest share (a)
+// is taken from first, not b's own workload.
+TEST(FairSharingTest, FairPreemptionTakesFromTheHighestShareFirstEvenOverThePreemptorsOwnQueue) {
+  KueueConfig c = Reclaiming({"LessThanOrEqualToFinalShare", "LessThanInitialShare"}, 2, 2, 0);
+  c.cluster_queues[1].preemption.within_cluster_queue = "LowerPriority";
+  AdmissionEngine e;
+  e.Configure(c);
+  for (const char* id : {"a0", "a1", "a2"}) ASSERT_TRUE(e.Submit(W(id, "a")).ok());
+  ASSERT_EQ(e.Schedule().size(), 3u);
+  ASSERT_TRUE(e.Submit(W("b-low", "b")).ok());
+  ASSERT_EQ(e.Schedule().size(), 1u);
+  ASSERT_TRUE(e.Submit(W("b-high", "b", 1, 10)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  auto evictions = e.TakeEvictions();
+  ASSERT_EQ(evictions.size(), 1u);
+  EXPECT_EQ(evictions[0].victim_id, "a2");
+  EXPECT_EQ(evictions[0].reason, "InCohortFairSharing");
 }
 
 TEST(FairSharingTest, TheStrategiesDecideWhichTargetsAreFair) {

@@ -210,6 +210,32 @@ TEST(ReclaimTest, BorrowWithinCohortReachesAcrossTheWholeCohortTree) {
   EXPECT_EQ(evictions[0].reason, "InCohortReclaimWhileBorrowing");
 }
 
+// Flavors f1 then f2 (2 CPUs each), whenCanPreempt: MayStopSearch. f1 is
+// full of equal-priority work (nothing can be preempted there): the search
+// goes on to f2 instead of stopping at f1 and waiting for ever.
+TEST(FlavorAssignmentTest, MayStopSearchMovesOnWhenAFlavorHasNoVictims) {
+  KueueConfig c;
+  c.resource_flavors = {{"f1", {}, {}, {}}, {"f2", {}, {}, {}}};
+  ClusterQueue cq = testing::MakeCpuQueue("a", Q("cpu", 2), "");
+  cq.resource_groups = {{{"cpu"}, {{"f1", {Q("cpu", 2)}}, {"f2", {Q("cpu", 2)}}}}};
+  cq.preemption.within_cluster_queue = "LowerPriority";
+  cq.flavor_fungibility.when_can_preempt = "MayStopSearch";
+  c.cluster_queues = {cq};
+  c.local_queues = {{"default", "qa", "a", "None"}};
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("first", 2, "qa", 5)).ok());
+  ASSERT_EQ(e.Schedule().size(), 1u);
+  ASSERT_TRUE(e.Submit(W("second", 1, "qa", 5)).ok());
+  auto admitted = e.Schedule();
+  ASSERT_EQ(Ids(admitted), std::vector<std::string>{"second"});
+  EXPECT_EQ(admitted[0].flavors.at("cpu"), "f2");
+  // With a victim on f1 the search stops there, as MayStopSearch says.
+  ASSERT_TRUE(e.Submit(W("high", 2, "qa", 10)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{"first"});
+}
+
 TEST(VictimOrderTest, TheMostRecentlyAdmittedGoesFirstWhateverItsSubmission) {
   KueueConfig c = CpuQueues({{"a", 2, ""}});
   c.cluster_queues[0].preemption.within_cluster_queue = "LowerPriority";

@@ -172,7 +172,11 @@ const std::map<std::string, int64_t>& QuotaTree::LendableByResource(NodeId id) c
   auto& cached = lendable_[static_cast<size_t>(id)];
   if (!cached) {
     cached.emplace();
-    for (const auto& [fr, quota] : subtree_[static_cast<size_t>(id)]) (*cached)[fr.resource] += PotentialAvailable(id, fr);
+    // Every pair of the whole tree: a Cohort lends what it can get from
+    // above too, not only the pairs its own subtree has quota for.
+    NodeId root = id;
+    while (auto parent = node(root).parent) root = *parent;
+    for (const auto& [fr, quota] : subtree_[static_cast<size_t>(root)]) (*cached)[fr.resource] += PotentialAvailable(id, fr);
   }
   return *cached;
 }

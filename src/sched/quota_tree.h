@@ -80,7 +80,8 @@ class QuotaTree {
   const std::map<FlavorResource, int64_t>& SubtreeQuotas(NodeId node) const;
   const std::map<FlavorResource, int64_t>& UsageOf(NodeId node) const { return nodes_[static_cast<size_t>(node)].usage; }
   // What the node could lend its children of each resource, summed over
-  // flavors: its potential available (configuration only; cached).
+  // every flavor of its cohort tree: its potential available, which counts
+  // what it can take from above (configuration only; cached).
   const std::map<std::string, int64_t>& LendableByResource(NodeId node) const;
   std::optional<NodeId> Parent(NodeId node) const { return nodes_[static_cast<size_t>(node)].parent; }
 
