@@ -490,6 +490,28 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
   out->objects.push_back({kind, name, kind == "LocalQueue" ? ns : "", raw.dump()});
 }
 
+// Kueue refuses preemption.borrowWithinCohort when fair sharing is on (fair
+// sharing decides preemption across the cohort by shares); so does the
+// embedded engine, naming each ClusterQueue that sets it.
+void RefuseBorrowWithinCohort(const std::vector<Node>& documents, spec::Diagnostics* diags) {
+  for (const Node& doc : documents) {
+    const Node* kind = doc.IsMapping() ? doc.Find("kind") : nullptr;
+    if (!kind || !kind->IsScalar() || kind->scalar != "ClusterQueue") continue;
+    const Node* metadata = doc.Find("metadata");
+    const Node* name = metadata && metadata->IsMapping() ? metadata->Find("name") : nullptr;
+    const Node* spec = doc.Find("spec");
+    const Node* preemption = spec && spec->IsMapping() ? spec->Find("preemption") : nullptr;
+    const Node* borrow = preemption && preemption->IsMapping() ? preemption->Find("borrowWithinCohort") : nullptr;
+    const Node* policy = borrow && borrow->IsMapping() ? borrow->Find("policy") : nullptr;
+    if (!policy || !policy->IsScalar() || policy->scalar == "Never") continue;
+    diags->Error(policy->location,
+                 fmt::format("ClusterQueue \"{}\": preemption.borrowWithinCohort cannot be used with fair sharing "
+                             "(the Configuration sets fairSharing.enable: true), as in Kueue; set its policy to "
+                             "Never or turn fair sharing off",
+                             name && name->IsScalar() ? name->scalar : ""));
+  }
+}
+
 }  // namespace
 
 bool DecodeKueueManifests(std::string_view text, std::string_view file_name, DecodedKueueConfig* out,
@@ -544,6 +566,7 @@ bool DecodeKueueManifests(std::string_view text, std::string_view file_name, Dec
     }
     DecodeObject(doc, v1beta1, kind->scalar, out, diags);
   }
+  if (out->config.fair_sharing.enable) RefuseBorrowWithinCohort(documents, diags);
   return diags->error_count() == errors_before;
 }
 

@@ -164,6 +164,35 @@ TEST(KueueConfigTest, TheKueueConfigurationTurnsOnFairSharing) {
   EXPECT_THAT(wrong_api.diagnostics, HasSubstr("a Configuration is config.kueue.x-k8s.io/v1beta1"));
 }
 
+TEST(KueueConfigTest, BorrowWithinCohortIsRefusedWithFairSharingAsKueueRefusesIt) {
+  const std::string config =
+      "apiVersion: config.kueue.x-k8s.io/v1beta1\n"
+      "kind: Configuration\n"
+      "fairSharing: {enable: true}\n";
+  const std::string queue =
+      "apiVersion: kueue.x-k8s.io/v1beta2\n"
+      "kind: ClusterQueue\n"
+      "metadata: {name: team-a}\n"
+      "spec:\n"
+      "  cohortName: all\n"
+      "  preemption:\n"
+      "    reclaimWithinCohort: Any\n"
+      "    borrowWithinCohort: {policy: LowerPriority}\n";
+  // In either order of the documents.
+  Decoded after = Decode(config + "---\n" + queue);
+  EXPECT_FALSE(after.ok);
+  EXPECT_THAT(after.diagnostics, HasSubstr("kueue.yaml:12:34: error: ClusterQueue \"team-a\": "
+                                           "preemption.borrowWithinCohort cannot be used with fair sharing"));
+  Decoded before = Decode(queue + "---\n" + config);
+  EXPECT_FALSE(before.ok);
+  EXPECT_THAT(before.diagnostics, HasSubstr("kueue.yaml:8:34: error: ClusterQueue \"team-a\""));
+  // Policy Never, or fair sharing off, is fine.
+  EXPECT_TRUE(Decode(queue).ok);
+  std::string never = queue;
+  never.replace(never.find("LowerPriority"), 13, "Never");
+  EXPECT_TRUE(Decode(config + "---\n" + never).ok);
+}
+
 TEST(KueueConfigTest, AdmissionScopeAndLocalQueueWeightsAreRead) {
   Decoded d = Decode(
       "apiVersion: kueue.x-k8s.io/v1beta2\n"

@@ -461,10 +461,19 @@ void JobManager::RunAdmission() {
   free.gpus = 0;  // the GPUs that can take work now: free, healthy, not drained
   for (size_t g = 0; g < gpu_busy_.size(); ++g) free.gpus += GpuUsable(g) ? 1 : 0;
   std::vector<sched::Admission> admissions = engine_.Schedule();
+  std::set<std::string> not_to_start;
   for (const sched::Eviction& ev : engine_.TakeEvictions()) {
     auto it = jobs_by_id_.find(ev.victim_id);
     if (it == jobs_by_id_.end() || !it->second->rec.preempted_by.empty()) continue;
     Job& victim = *it->second;
+    if (victim.rec.state != JobState::kAdmitted && victim.rec.state != JobState::kRunning) {
+      // Nothing runs to stop (the engine never evicts what it admits in
+      // the same pass; this keeps a job from running marked preempted if
+      // it ever did): it gives its quota back and stays queued.
+      engine_.Remove(victim.rec.id);
+      not_to_start.insert(victim.rec.id);
+      continue;
+    }
     Count("taugrid_preemptions_total", {{"reason", ev.reason}});
     victim.rec.preempted_by = ev.preemptor_id.empty() ? "its ClusterQueue's stopPolicy HoldAndDrain" : ev.preemptor_id;
     std::string message = fmt::format("preempted by {} ({}); SIGTERM sent, SIGKILL after {}", victim.rec.preempted_by,
@@ -480,6 +489,7 @@ void JobManager::RunAdmission() {
     StopRanks(victim);
   }
   for (const sched::Admission& a : admissions) {
+    if (not_to_start.count(a.workload_id)) continue;
     Job& job = *jobs_by_id_[a.workload_id];
     if (!job.request.FitsIn(free) || UsableGpus(job.spec.compute.gpu_class) < job.request.gpus) {
       engine_.Remove(job.rec.id);  // back to the queue (same place: ordered by priority and seq)

@@ -1,0 +1,84 @@
+// The admission pass in the daemon when the engine preempts: victims are
+// stopped, preemptors wait for them, and nothing admitted in a pass is
+// also preempted in it.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/job_manager_test_fixture.h"
+
+namespace tau::server {
+namespace {
+
+using store::JobState;
+
+class PreemptionPassTest : public JobManagerTest {
+ protected:
+  // ClusterQueue a holds the machine's 2 CPUs and preempts lower priorities
+  // in it; b (nominal 0) borrows what a leaves idle. Admission passes run
+  // only when RunDeferred() is called, so several submissions meet in one.
+  void SetUp() override {
+    JobManagerTest::SetUp();
+    tweak_ = [this](JobManagerOptions& o) {
+      sched::KueueConfig& k = o.kueue;
+      sched::ClusterQueue a = k.cluster_queues.at(0);
+      a.name = "a";
+      a.cohort_name = "all";
+      a.preemption.within_cluster_queue = "LowerPriority";
+      sched::ClusterQueue b = a;
+      b.name = "b";
+      b.preemption = {};
+      for (auto& r : b.resource_groups.at(0).flavors.at(0).resources) r.nominal_quota = Quantity::FromUnits(0);
+      k.cluster_queues = {a, b};
+      k.local_queues = {{"default", "a", "a", "None"}, {"default", "b", "b", "None"}};
+      k.priority_classes = {{"high", 1000, ""}};
+      o.defer = [this](std::function<void()> f) { deferred_.push_back(std::move(f)); };
+    };
+  }
+  void RunDeferred() {
+    while (!deferred_.empty()) {
+      auto f = std::move(deferred_.front());
+      deferred_.erase(deferred_.begin());
+      f();
+    }
+  }
+  std::vector<std::function<void()>> deferred_;
+};
+
+TEST_F(PreemptionPassTest, ABorrowerArrivingWithAPreemptorWaitsInsteadOfRunningMarkedPreempted) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  const std::string low = (*jobs->Submit(Request("name: low\nqueue: a\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n")))->job.id;
+  RunDeferred();
+  ASSERT_EQ(runner.starts.size(), 1u);
+  // Both arrive before the next pass: high needs a's two CPUs (low must
+  // go); borrower would fit on a's idle one.
+  const std::string high =
+      (*jobs->Submit(Request("name: high\nqueue: a\npriority: high\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 2}\n")))
+          ->job.id;
+  const std::string borrower =
+      (*jobs->Submit(Request("name: borrower\nqueue: b\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n")))->job.id;
+  RunDeferred();
+  EXPECT_EQ(runner.stopped, std::vector<int64_t>{1000}) << "low is preempted";
+  EXPECT_EQ(runner.starts.size(), 1u) << "the CPU low frees is high's, so borrower does not start";
+  EXPECT_EQ(View(borrower)->job.state, JobState::kQueued);
+  EXPECT_EQ(View(borrower)->job.reason, "WaitingForQuota");
+  EXPECT_EQ(View(high)->job.reason, "WaitingForPreemptedWorkloads");
+  // low stops: high starts at once; borrower keeps waiting, never preempted.
+  exec::ExitStatus terminated;
+  terminated.signal = 15;
+  runner.statuses[StatusPath(low, 1)] = terminated;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  RunDeferred();
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_THAT(runner.starts[1].status_path, ::testing::HasSubstr(high));
+  EXPECT_EQ(View(high)->job.state, JobState::kRunning);
+  EXPECT_EQ(View(borrower)->job.state, JobState::kQueued);
+  auto events = store_->LoadEvents(borrower, 0, 100);
+  ASSERT_TRUE(events.ok());
+  for (const auto& e : *events) EXPECT_NE(e.type, "Preempted");
+  EXPECT_EQ(runner.stopped.size(), 1u);
+}
+
+}  // namespace
+}  // namespace tau::server
