@@ -1,0 +1,240 @@
+// Kueue conformance: each tests/conformance/kueue/*.yaml file is one
+// scenario taken from an upstream Kueue test and written in Kueue's own
+// vocabulary, run against the embedded admission engine. The format is in
+// docs/development.md#kueue-conformance-scenarios; every file is one test.
+//
+// A file is a multi-document YAML: the first document is the scenario
+// (kind: Scenario), the others are Kueue objects as `tau admin apply`
+// takes them (ResourceFlavor, ClusterQueue, Cohort, LocalQueue,
+// WorkloadPriorityClass, Configuration).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/quantity.h"
+#include "render/kueue_config.h"
+#include "sched/admission_engine.h"
+#include "spec/yaml_tree.h"
+
+namespace tau {
+namespace {
+
+namespace fs = std::filesystem;
+using spec::Node;
+
+struct WorkloadSpec {
+  sched::Workload workload;
+  std::string line;  // where it is written, for messages
+};
+
+struct Scenario {
+  std::string upstream;
+  std::vector<WorkloadSpec> admitted, pending;
+  std::vector<std::string> expect_admitted;
+  std::map<std::string, std::string> expect_preempted;             // victim -> reason
+  std::map<std::string, std::map<std::string, std::string>> expect_flavors;  // workload -> resource -> flavor
+  std::map<std::string, std::string> expect_pending;               // workload -> reason
+  std::vector<std::string> expect_refused;  // pending workloads refused at submission (can never fit)
+  sched::KueueConfig config;
+};
+
+fs::path ScenarioDir() { return fs::path(TAU_SOURCE_DIR) / "tests" / "conformance" / "kueue"; }
+
+std::vector<std::string> ScenarioNames() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(ScenarioDir(), ec)) {
+    if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string Where(const Node& n) { return std::to_string(n.location.line) + ":" + std::to_string(n.location.column); }
+
+// Reads `text` into `out`; returns "" or the first problem, positioned.
+std::string Parse(const std::string& text, const std::string& file, Scenario* out) {
+  // The scenario is everything before the first "---" line; the objects
+  // follow, read by the same decoder as tau admin apply, with the
+  // scenario's lines blanked so positions stay those of the file.
+  size_t split = 0;
+  int scenario_lines = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    if (text.compare(pos, end - pos, "---") == 0 && pos > 0) {
+      split = pos;
+      break;
+    }
+    ++scenario_lines;
+    pos = end + 1;
+  }
+  if (split == 0) return file + ": expected the scenario, a line \"---\", then the Kueue objects";
+  spec::Diagnostics diags;
+  Node root;
+  if (!spec::ReadYaml(text.substr(0, split), file, {}, &root, &diags)) return diags.Format();
+  render::DecodedKueueConfig decoded;
+  if (!render::DecodeKueueManifests(std::string(static_cast<size_t>(scenario_lines), '\n') + text.substr(split), file,
+                                    &decoded, &diags)) {
+    return diags.Format();
+  }
+  out->config = decoded.config;
+  if (!root.IsMapping() || !root.Find("kind") || root.Find("kind")->scalar != "Scenario") {
+    return file + ":1:1: the first document must be kind: Scenario";
+  }
+  for (const auto& e : root.entries) {
+    static const std::vector<std::string> kKeys = {"kind", "upstream", "description", "admitted", "pending", "expect"};
+    if (std::find(kKeys.begin(), kKeys.end(), e.key.scalar) == kKeys.end()) {
+      return file + ":" + Where(e.key) + ": unknown field \"" + e.key.scalar + "\"";
+    }
+  }
+  const Node* upstream = root.Find("upstream");
+  if (!upstream || !upstream->IsScalar() || upstream->scalar.empty()) {
+    return file + ": \"upstream\" must name the Kueue test the scenario comes from";
+  }
+  out->upstream = upstream->scalar;
+  int64_t seq = 0;
+  auto workloads = [&](const char* key, std::vector<WorkloadSpec>* list) -> std::string {
+    const Node* n = root.Find(key);
+    if (!n) return "";
+    if (!n->IsSequence()) return file + ":" + Where(*n) + ": " + key + ": expected a list";
+    for (const Node& item : n->items) {
+      const Node* name = item.Find("name");
+      const Node* queue = item.Find("queue");
+      const Node* requests = item.Find("requests");
+      if (!item.IsMapping() || !name || !queue || !requests || !requests->IsMapping()) {
+        return file + ":" + Where(item) + ": a workload needs name, queue and requests";
+      }
+      for (const auto& e : item.entries) {
+        static const std::vector<std::string> kKeys = {"name", "queue", "namespace", "priority", "count", "requests"};
+        if (std::find(kKeys.begin(), kKeys.end(), e.key.scalar) == kKeys.end()) {
+          return file + ":" + Where(e.key) + ": unknown workload field \"" + e.key.scalar + "\"";
+        }
+      }
+      WorkloadSpec w;
+      w.line = file + ":" + Where(item);
+      w.workload.id = name->scalar;
+      w.workload.local_queue = queue->scalar;
+      w.workload.namespace_ = item.Find("namespace") ? item.Find("namespace")->scalar : "default";
+      w.workload.priority = item.Find("priority") ? std::atoll(item.Find("priority")->scalar.c_str()) : 0;
+      w.workload.count = item.Find("count") ? std::atoll(item.Find("count")->scalar.c_str()) : 1;
+      w.workload.seq = ++seq;
+      for (const auto& r : requests->entries) {
+        auto q = Quantity::Parse(r.value.scalar);
+        if (!q.ok()) return file + ":" + Where(r.value) + ": " + q.status().message();
+        w.workload.per_pod[r.key.scalar] = q->milli();
+      }
+      list->push_back(std::move(w));
+    }
+    return "";
+  };
+  if (auto e = workloads("admitted", &out->admitted); !e.empty()) return e;
+  if (auto e = workloads("pending", &out->pending); !e.empty()) return e;
+  const Node* expect = root.Find("expect");
+  if (!expect || !expect->IsMapping()) return file + ": \"expect\" is required";
+  for (const auto& e : expect->entries) {
+    const std::string& key = e.key.scalar;
+    if (key == "admitted" && e.value.IsSequence()) {
+      for (const Node& n : e.value.items) out->expect_admitted.push_back(n.scalar);
+    } else if (key == "refused" && e.value.IsSequence()) {
+      for (const Node& n : e.value.items) out->expect_refused.push_back(n.scalar);
+    } else if (key == "admitted" && e.value.IsNull()) {
+    } else if ((key == "preempted" || key == "pending") && (e.value.IsMapping() || e.value.IsNull())) {
+      for (const auto& m : e.value.entries) (key == "preempted" ? out->expect_preempted : out->expect_pending)[m.key.scalar] = m.value.scalar;
+    } else if (key == "flavors" && e.value.IsMapping()) {
+      for (const auto& m : e.value.entries) {
+        for (const auto& r : m.value.entries) out->expect_flavors[m.key.scalar][r.key.scalar] = r.value.scalar;
+      }
+    } else {
+      return file + ":" + Where(e.key) + ": expect." + key + " is not admitted, preempted, flavors, pending or refused of the "
+             "right shape";
+    }
+  }
+  return "";
+}
+
+class KueueConformanceTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(KueueConformanceTest, Scenario) {
+  const std::string file = (ScenarioDir() / (GetParam() + ".yaml")).string();
+  std::ifstream in(file);
+  ASSERT_TRUE(in) << "cannot read " << file;
+  std::stringstream text;
+  text << in.rdbuf();
+  Scenario s;
+  const std::string problem = Parse(text.str(), file, &s);
+  ASSERT_EQ(problem, "");
+  RecordProperty("upstream", s.upstream);
+  SCOPED_TRACE("upstream: " + s.upstream);
+
+  sched::AdmissionEngine e;
+  e.Configure(s.config);
+  // The admitted workloads, one at a time in the order written (which is
+  // their admission order).
+  for (const WorkloadSpec& w : s.admitted) {
+    ASSERT_TRUE(e.Submit(w.workload).ok()) << w.line << ": " << e.Submit(w.workload).message();
+    auto admitted = e.Schedule();
+    auto why = e.Why(w.workload.id);
+    ASSERT_TRUE(admitted.size() == 1 && admitted[0].workload_id == w.workload.id)
+        << w.line << ": setup workload " << w.workload.id << " was not admitted"
+        << (why ? ": " + why->reason + ": " + why->message : "");
+    ASSERT_TRUE(e.TakeEvictions().empty()) << w.line << ": setting up " << w.workload.id << " preempted something";
+  }
+  // Then the pending ones arrive together, and one pass runs.
+  std::vector<std::string> refused;
+  for (const WorkloadSpec& w : s.pending) {
+    if (!e.Submit(w.workload).ok()) refused.push_back(w.workload.id);
+  }
+  EXPECT_EQ(refused, s.expect_refused) << "refused at submission";
+  std::vector<std::string> admitted;
+  std::map<std::string, std::map<std::string, std::string>> flavors;
+  for (const sched::Admission& a : e.Schedule()) {
+    admitted.push_back(a.workload_id);
+    flavors[a.workload_id] = a.flavors;
+  }
+  std::map<std::string, std::string> preempted;
+  for (const sched::Eviction& v : e.TakeEvictions()) preempted[v.victim_id] = v.reason;
+  EXPECT_EQ(admitted, s.expect_admitted) << "admitted";
+  EXPECT_EQ(preempted, s.expect_preempted) << "preempted (victim: reason)";
+  for (const auto& [id, want] : s.expect_flavors) {
+    auto got = flavors.find(id);
+    ASSERT_NE(got, flavors.end()) << id << " was expected admitted with flavors";
+    for (const auto& [resource, flavor] : want) EXPECT_EQ(got->second[resource], flavor) << id << " " << resource;
+  }
+  for (const auto& [id, reason] : s.expect_pending) {
+    auto why = e.Why(id);
+    ASSERT_TRUE(why) << id << " was expected pending";
+    EXPECT_EQ(why->reason, reason) << id << ": " << why->message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kueue, KueueConformanceTest, ::testing::ValuesIn(ScenarioNames()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(KueueConformanceSuiteTest, EveryScenarioNamesItsUpstreamTestAndReads) {
+  const auto names = ScenarioNames();
+  ASSERT_GE(names.size(), 8u) << "scenarios in " << ScenarioDir();
+  for (const auto& name : names) {
+    std::ifstream in(ScenarioDir() / (name + ".yaml"));
+    std::stringstream text;
+    text << in.rdbuf();
+    Scenario s;
+    EXPECT_EQ(Parse(text.str(), name + ".yaml", &s), "");
+    EXPECT_THAT(s.upstream, ::testing::HasSubstr("kueue")) << name;
+  }
+}
+
+}  // namespace
+}  // namespace tau
