@@ -493,7 +493,7 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
 // Kueue refuses preemption.borrowWithinCohort when fair sharing is on (fair
 // sharing decides preemption across the cohort by shares); so does the
 // embedded engine, naming each ClusterQueue that sets it.
-void RefuseBorrowWithinCohort(const std::vector<Node>& documents, spec::Diagnostics* diags) {
+void RefuseBorrowWithinCohort(const std::vector<Node>& documents, KueueDecodeMode mode, spec::Diagnostics* diags) {
   for (const Node& doc : documents) {
     const Node* kind = doc.IsMapping() ? doc.Find("kind") : nullptr;
     if (!kind || !kind->IsScalar() || kind->scalar != "ClusterQueue") continue;
@@ -504,18 +504,20 @@ void RefuseBorrowWithinCohort(const std::vector<Node>& documents, spec::Diagnost
     const Node* borrow = preemption && preemption->IsMapping() ? preemption->Find("borrowWithinCohort") : nullptr;
     const Node* policy = borrow && borrow->IsMapping() ? borrow->Find("policy") : nullptr;
     if (!policy || !policy->IsScalar() || policy->scalar == "Never") continue;
-    diags->Error(policy->location,
-                 fmt::format("ClusterQueue \"{}\": preemption.borrowWithinCohort cannot be used with fair sharing "
-                             "(the Configuration sets fairSharing.enable: true), as in Kueue; set its policy to "
-                             "Never or turn fair sharing off",
-                             name && name->IsScalar() ? name->scalar : ""));
+    std::string message =
+        fmt::format("ClusterQueue \"{}\": preemption.borrowWithinCohort cannot be used with fair sharing (the "
+                    "Configuration sets fairSharing.enable: true), as in Kueue; set its policy to Never or turn fair "
+                    "sharing off",
+                    name && name->IsScalar() ? name->scalar : "");
+    if (mode == KueueDecodeMode::kApply) diags->Error(policy->location, message);
+    else diags->Warning(policy->location, message + " (stored earlier; kept until the ClusterQueue is applied again)");
   }
 }
 
 }  // namespace
 
 bool DecodeKueueManifests(std::string_view text, std::string_view file_name, DecodedKueueConfig* out,
-                          spec::Diagnostics* diags) {
+                          spec::Diagnostics* diags, KueueDecodeMode mode) {
   const int errors_before = diags->error_count();
   std::vector<Node> documents;
   spec::ReadLimits limits;
@@ -566,7 +568,7 @@ bool DecodeKueueManifests(std::string_view text, std::string_view file_name, Dec
     }
     DecodeObject(doc, v1beta1, kind->scalar, out, diags);
   }
-  if (out->config.fair_sharing.enable) RefuseBorrowWithinCohort(documents, diags);
+  if (out->config.fair_sharing.enable) RefuseBorrowWithinCohort(documents, mode, diags);
   return diags->error_count() == errors_before;
 }
 

@@ -31,7 +31,13 @@ struct DecodedKueueConfig {
 // Kueue has but the embedded engine does not act on yet (admission checks,
 // topology, ...) are warnings naming them. Returns false when any error was
 // found.
+//
+// Combinations Kueue refuses (borrowWithinCohort with fair sharing) are
+// errors in kApply mode; kStored (a configuration an earlier version
+// accepted and stored) reports them as warnings, so that the daemon still
+// starts with it.
+enum class KueueDecodeMode { kApply, kStored };
 bool DecodeKueueManifests(std::string_view text, std::string_view file_name, DecodedKueueConfig* out,
-                          spec::Diagnostics* diags);
+                          spec::Diagnostics* diags, KueueDecodeMode mode = KueueDecodeMode::kApply);
 
 }  // namespace tau::render

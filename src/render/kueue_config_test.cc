@@ -186,6 +186,11 @@ TEST(KueueConfigTest, BorrowWithinCohortIsRefusedWithFairSharingAsKueueRefusesIt
   Decoded before = Decode(queue + "---\n" + config);
   EXPECT_FALSE(before.ok);
   EXPECT_THAT(before.diagnostics, HasSubstr("kueue.yaml:8:34: error: ClusterQueue \"team-a\""));
+  // A configuration stored by an earlier version still loads, with a warning.
+  spec::Diagnostics diags;
+  DecodedKueueConfig stored;
+  EXPECT_TRUE(DecodeKueueManifests(config + "---\n" + queue, "stored", &stored, &diags, KueueDecodeMode::kStored));
+  EXPECT_THAT(diags.Format(), HasSubstr("stored:12:34: warning: ClusterQueue \"team-a\""));
   // Policy Never, or fair sharing off, is fine.
   EXPECT_TRUE(Decode(queue).ok);
   std::string never = queue;

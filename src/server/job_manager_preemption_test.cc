@@ -80,5 +80,37 @@ TEST_F(PreemptionPassTest, ABorrowerArrivingWithAPreemptorWaitsInsteadOfRunningM
   EXPECT_EQ(runner.stopped.size(), 1u);
 }
 
+// A configuration applied before tau admin apply refused borrowWithinCohort
+// with fair sharing stays loadable: the daemon starts and admits.
+TEST_F(JobManagerTest, AStoredConfigurationThatIsNowRefusedStillLoads) {
+  const std::vector<store::KueueObjectRecord> objects = {
+      {"Configuration", "", "config",
+       R"({"apiVersion":"config.kueue.x-k8s.io/v1beta1","kind":"Configuration","fairSharing":{"enable":true}})"},
+      {"ResourceFlavor", "", "default",
+       R"({"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"ResourceFlavor","metadata":{"name":"default"}})"},
+      {"ClusterQueue", "", "default",
+       R"({"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"ClusterQueue","metadata":{"name":"default"},"spec":{)"
+       R"("namespaceSelector":{},"cohortName":"all","resourceGroups":[{"coveredResources":["cpu","memory"],)"
+       R"("flavors":[{"name":"default","resources":[{"name":"cpu","nominalQuota":"2"},)"
+       R"({"name":"memory","nominalQuota":"4Gi"}]}]}],"preemption":{"reclaimWithinCohort":"Any",)"
+       R"("borrowWithinCohort":{"policy":"LowerPriority"}}}})"},
+      {"LocalQueue", "default", "default",
+       R"({"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"LocalQueue","metadata":{"namespace":"default",)"
+       R"("name":"default"},"spec":{"clusterQueue":"default"}})"}};
+  ASSERT_TRUE(store_->ReplaceKueueObjects(objects).ok());
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_TRUE(jobs->Submit(Request(kJob)).ok());
+  EXPECT_EQ(runner.starts.size(), 1u);
+  // Applying it again is refused, naming the ClusterQueue.
+  auto applied = jobs->ApplyKueue(
+      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: other}\nspec:\n"
+      "  namespaceSelector: {}\n  cohortName: all\n  preemption: {borrowWithinCohort: {policy: LowerPriority}}\n",
+      {});
+  ASSERT_FALSE(applied.ok());
+  EXPECT_THAT(applied.status().message(), ::testing::HasSubstr("ClusterQueue \"other\": preemption.borrowWithinCohort"));
+}
+
 }  // namespace
 }  // namespace tau::server

@@ -101,8 +101,17 @@ Status JobManager::LoadKueue() {
     TAU_RETURN_IF_ERROR(txn.Commit());
   }
   if (kueue_objects_.empty() && version.empty()) return Status::Ok();  // keep options_.kueue
-  TAU_ASSIGN_OR_RETURN(sched::KueueConfig config, DecodeObjects(kueue_objects_));
-  engine_.Configure(config);
+  // What is stored was accepted when applied: a rule added since (a
+  // combination Kueue refuses) warns instead of keeping the daemon down.
+  std::string text;
+  for (const auto& o : kueue_objects_) text += o.json + "\n---\n";
+  render::DecodedKueueConfig decoded;
+  spec::Diagnostics diags;
+  if (!render::DecodeKueueManifests(text, "configuration", &decoded, &diags, render::KueueDecodeMode::kStored)) {
+    return InvalidArgumentError(diags.Format());
+  }
+  if (!diags.items().empty()) log::Warn("jobs", "the stored Kueue configuration", {{"diagnostics", diags.Format()}});
+  engine_.Configure(decoded.config);
   return Status::Ok();
 }
 
