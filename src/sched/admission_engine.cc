@@ -472,9 +472,11 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     if (FairSharing()) {
       // Tournament order, run again for each pick: shares change with every
       // admission and reservation.
+      // Heads that can neither be admitted nor preempt change nothing: they
+      // are parked first, and the tournament orders the others.
       std::vector<Candidate*> left;
       for (Candidate& c : candidates) {
-        if (c.choice.fit == Fit::kNoFit) process(c);
+        if (c.choice.fit == Fit::kNoFit || (c.choice.fit == Fit::kNeedsPreemption && c.targets.empty())) process(c);
         else left.push_back(&c);
       }
       while (!left.empty()) {

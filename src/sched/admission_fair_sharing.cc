@@ -35,8 +35,16 @@ size_t AdmissionEngine::TournamentWinner(const std::vector<Head>& heads) {
     bool borrows;
     double share;
   };
+  // Roots do not share quota: the first head's root decides first, and
+  // only the heads under it are scored.
+  auto root_of = [&](QuotaTree::NodeId n) {
+    while (auto parent = tree_.Parent(n)) n = *parent;
+    return n;
+  };
+  const QuotaTree::NodeId root = root_of(heads.front().queue->node);
   std::vector<std::map<QuotaTree::NodeId, Score>> scores(heads.size());
   for (size_t i = 0; i < heads.size(); ++i) {
+    if (root_of(heads[i].queue->node) != root) continue;
     const FlavorResourceAmounts& usage = heads[i].admission->usage;
     tree_.AddUsage(heads[i].queue->node, usage);
     for (QuotaTree::NodeId n = heads[i].queue->node; tree_.Parent(n); n = *tree_.Parent(n)) {
@@ -68,9 +76,6 @@ size_t AdmissionEngine::TournamentWinner(const std::vector<Head>& heads) {
     }
     return best;
   };
-  // Roots do not share quota: the first head's root decides first.
-  QuotaTree::NodeId root = heads.front().queue->node;
-  while (auto parent = tree_.Parent(root)) root = *parent;
   if (auto e = winner(root)) return *e;
   return 0;
 }
