@@ -416,15 +416,20 @@ std::vector<Admission> AdmissionEngine::Schedule() {
                     fmt::format("{}; its preemption targets overlap another workload's in this pass", c.choice.message));
       }
     }
-    for (const Eviction& t : c.targets) {
-      const Admission& a = admitted_.at(t.victim_id);
-      tree_.RemoveUsage(queues_.at(a.cluster_queue).node, a.usage);
+    // A preemptor counts the quota of its own victims and of the victims of
+    // the preemptors before it in the pass as freed (Kueue's cycle); a head
+    // admitted now does not, as they still hold it until they stop.
+    bool fits;
+    if (preempts) {
+      std::set<std::string> freed = pass_victims_;
+      for (const Eviction& t : c.targets) freed.insert(t.victim_id);
+      ReleaseWhileDeciding(freed, true);
+      fits = FitsQuota(*c.queue, c.choice.admission.usage, /*allow_borrowing=*/true);
+      ReleaseWhileDeciding(freed, false);
+    } else {
+      fits = FitsQuota(*c.queue, c.choice.admission.usage, /*allow_borrowing=*/true);
     }
-    if (!FitsQuota(*c.queue, c.choice.admission.usage, /*allow_borrowing=*/true)) {
-      for (const Eviction& t : c.targets) {
-        const Admission& a = admitted_.at(t.victim_id);
-        tree_.AddUsage(queues_.at(a.cluster_queue).node, a.usage);
-      }
+    if (!fits) {
       // A head that fit at nomination is nominated again next cycle.
       if (preempts) park(c, "WaitingForQuota", c.choice.message + "; no longer fits after other admissions");
       return;
@@ -505,10 +510,6 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   // until they have stopped, and the preemptors are nominated again next
   // pass (then relying on the same victims, which are being evicted).
   for (const auto& [node, usage] : pass_reserved_) tree_.RemoveUsage(node, usage);
-  for (const std::string& id : pass_victims_) {
-    const Admission& a = admitted_.at(id);
-    tree_.AddUsage(queues_.at(a.cluster_queue).node, a.usage);
-  }
   pass_reserved_.clear();
   pass_victims_.clear();
   pass_admitted_.clear();
@@ -543,6 +544,15 @@ std::vector<Eviction> AdmissionEngine::TakeEvictions() {
   std::vector<Eviction> out;
   out.swap(evictions_);
   return out;
+}
+
+void AdmissionEngine::ReleaseWhileDeciding(const std::set<std::string>& ids, bool release) {
+  for (const std::string& id : ids) {
+    const Admission& a = admitted_.at(id);
+    const QuotaTree::NodeId node = queues_.at(a.cluster_queue).node;
+    if (release) tree_.RemoveUsage(node, a.usage);
+    else tree_.AddUsage(node, a.usage);
+  }
 }
 
 std::vector<std::string> AdmissionEngine::QuotaHolders(const std::string& id) const {

@@ -173,8 +173,13 @@ class AdmissionEngine {
   // minimized as Kueue's classical preemption does (admission_preemption.cc);
   // may name workloads already being evicted. Empty when no allowed set does.
   std::vector<Eviction> FindVictims(const QueueState& q, const Workload& w, const FlavorResourceAmounts& usage);
+  std::vector<Eviction> FindVictimsAmongOthers(const QueueState& q, const Workload& w,
+                                               const FlavorResourceAmounts& usage);
   // The (flavor, resource) pairs of `usage` that do not fit `q` now.
   std::set<FlavorResource> NeedingPreemption(const QueueState& q, const FlavorResourceAmounts& usage) const;
+  // Takes the usage of admitted workloads `ids` out of the quota tree while
+  // a decision counts it as freed (`release`), or puts it back.
+  void ReleaseWhileDeciding(const std::set<std::string>& ids, bool release);
   // Whether `usage` fits `q` now, and without borrowing unless allowed.
   bool FitsQuota(const QueueState& q, const FlavorResourceAmounts& usage, bool allow_borrowing) const;
   // Kueue's candidateIsValid: another queue's workload stays a candidate
@@ -211,7 +216,8 @@ class AdmissionEngine {
   int64_t next_admitted_order_ = 0;
   // Within one Schedule() pass: what it admitted (never a victim in it),
   // the victims preemptors of the pass rely on (their quota counts as free
-  // for the rest of the pass) and the quota reserved for those preemptors.
+  // for later preemptors and victim searches of the pass, never for an
+  // admission) and the quota reserved for those preemptors.
   std::set<std::string> pass_admitted_;
   std::set<std::string> pass_victims_;
   std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> pass_reserved_;

@@ -45,6 +45,18 @@ std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Wo
                                                    const FlavorResourceAmounts& usage) {
   const Preemption& p = q.spec->preemption;
   if (p.within_cluster_queue == "Never" && p.reclaim_within_cohort == "Never") return {};
+  // The victims of this pass's preemptors count as gone (they are no
+  // candidates again); if that is enough, there is nothing to preempt, and
+  // the workload waits for them to stop.
+  ReleaseWhileDeciding(pass_victims_, true);
+  std::vector<Eviction> victims = FindVictimsAmongOthers(q, w, usage);
+  ReleaseWhileDeciding(pass_victims_, false);
+  return victims;
+}
+
+std::vector<Eviction> AdmissionEngine::FindVictimsAmongOthers(const QueueState& q, const Workload& w,
+                                                              const FlavorResourceAmounts& usage) {
+  const Preemption& p = q.spec->preemption;
   const std::set<FlavorResource> need = NeedingPreemption(q, usage);
   if (need.empty()) return {};
   // The preemptor's ClusterQueue and its Cohorts, nearest first.
