@@ -75,6 +75,9 @@ void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& 
 void ServeEvents(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res,
                  std::string job_id);
 
+// GET /api/v1/jobs, paged (api_job_list_routes.cc).
+void AddJobListRoutes(httplib::Server& server, const ApiContext& ctx);
+
 // /api/v1/gpus and /api/v1/admin/gpus/UUID/clear|drain|undrain (api_gpu_routes.cc).
 void AddGpuRoutes(httplib::Server& server, const ApiContext& ctx);
 

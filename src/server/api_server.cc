@@ -554,41 +554,7 @@ class ApiServer::Impl {
       SendJson(res, reply, 201);
     });
 
-    server_.Get("/api/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-      auto view = publisher_->Current();
-      std::string state = req.get_param_value("state");
-      std::string workspace = req.get_param_value("workspace");
-      std::string name = req.get_param_value("name");
-      std::string project = req.get_param_value("project");
-      // tag=k=v, repeatable: every one must match.
-      std::vector<std::pair<std::string, std::string>> tag_filters;
-      for (size_t i = 0; i < req.get_param_value_count("tag"); ++i) {
-        std::string t = req.get_param_value("tag", i);
-        auto eq = t.find('=');
-        if (eq == std::string::npos) return SendError(res, InvalidArgumentError(fmt::format("tag \"{}\" is not KEY=VALUE", t)));
-        tag_filters.emplace_back(t.substr(0, eq), t.substr(eq + 1));
-      }
-      int64_t limit = 0;
-      if (req.has_param("limit")) limit = std::atoll(req.get_param_value("limit").c_str());
-      json jobs = json::array();
-      for (auto it = view->jobs.rbegin(); it != view->jobs.rend(); ++it) {
-        const JobView& j = **it;
-        if (!state.empty() && store::JobStateName(j.job.state) != state) continue;
-        if (!workspace.empty() && j.job.workspace != workspace) continue;
-        if (!name.empty() && j.job.name != name) continue;
-        if (!project.empty() && j.project != project) continue;
-        bool tags_match = true;
-        for (const auto& [k, v] : tag_filters) {
-          bool found = false;
-          for (const auto& [tk, tv] : j.tags) found = found || (tk == k && tv == v);
-          tags_match = tags_match && found;
-        }
-        if (!tags_match) continue;
-        jobs.push_back(JobToJson(j));
-        if (limit > 0 && static_cast<int64_t>(jobs.size()) >= limit) break;
-      }
-      SendJson(res, {{"jobs", jobs}});
-    });
+    AddJobListRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
 
     server_.Get(R"(/api/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
       auto job = publisher_->Current()->Resolve(req.matches[1]);
@@ -631,9 +597,26 @@ class ApiServer::Impl {
     server_.Post("/api/v1/prune", [this](const httplib::Request& req, httplib::Response& res) {
       auto body = ParseBody(req);
       if (!body.ok()) return SendError(res, body.error());
-      auto age = ParseDuration(body->value("older_than", ""));
-      if (!age.ok()) return SendError(res, age.error());
-      auto removed = loop_->Call([&] { return jobs_->Prune(*age); });
+      // older_than: a duration; keep: how many of the most recently ended
+      // jobs stay. Either or both.
+      std::optional<std::chrono::milliseconds> age;
+      std::optional<int64_t> keep;
+      if (body->contains("older_than")) {
+        const json& v = (*body)["older_than"];
+        auto parsed = v.is_string() ? ParseDuration(v.get<std::string>())
+                                    : Result<Duration>(InvalidArgumentError("is not a string"));
+        if (!parsed.ok()) return SendError(res, InvalidArgumentError("older_than: " + parsed.status().message()));
+        age = *parsed;
+      }
+      if (body->contains("keep")) {
+        const json& v = (*body)["keep"];
+        if (!v.is_number_integer() || v.get<int64_t>() < 0) {
+          return SendError(res, InvalidArgumentError("keep: expected a whole number from 0"));
+        }
+        keep = v.get<int64_t>();
+      }
+      if (!age && !keep) return SendError(res, InvalidArgumentError("expected {\"older_than\": \"DURATION\"}, {\"keep\": N} or both"));
+      auto removed = loop_->Call([&] { return jobs_->Prune(age, keep); });
       if (!removed.ok()) return SendError(res, removed.error());
       SendJson(res, {{"removed", *removed}});
     });

@@ -18,6 +18,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -63,14 +64,28 @@ struct Flags {
   bool allow_foreign_gpu_processes = false;
   Duration progress_stall_after = std::chrono::minutes(10);
   std::string ray_program;  // "" : the first `ray` on PATH
+  std::optional<int64_t> history_keep = 10000;  // history.keep; nullopt: all
 };
+
+// history.keep: a count of ended jobs, or "all".
+bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
+  if (v == "all") {
+    out->reset();
+    return true;
+  }
+  char* end = nullptr;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < 0) return false;
+  *out = n;
+  return true;
+}
 
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr, "taugridd: %s\nusage: taugridd [--home DIR] [--port N] [--log-format logfmt|json] "
                        "[--log-level debug|info|warn|error]\n"
                        "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n"
                        "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n"
-                       "                [--progress-stall-after DURATION] [--ray PROGRAM]\n",
+                       "                [--progress-stall-after DURATION] [--ray PROGRAM] [--history-keep N|all]\n",
                why.c_str());
   std::exit(2);
 }
@@ -85,6 +100,9 @@ Flags ParseFlags(int argc, char** argv) {
     f.progress_stall_after = *d;
   }
   if (const char* ray = std::getenv("TAU_RAY")) f.ray_program = ray;
+  if (const char* keep = std::getenv("TAU_HISTORY_KEEP")) {
+    if (!ParseHistoryKeep(keep, &f.history_keep)) Usage("TAU_HISTORY_KEEP is a count of ended jobs from 0, or all");
+  }
   if (const char* scan = std::getenv("TAU_CHECKPOINT_SCAN_INTERVAL")) {
     auto d = ParseDuration(scan);
     if (!d.ok() || d->count() < 1000) Usage("TAU_CHECKPOINT_SCAN_INTERVAL is a duration of at least 1s (e.g. 30s)");
@@ -130,6 +148,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.progress_stall_after = *d;
     } else if (a == "--xid-classes") {
       f.xid_classes = value();
+    } else if (a == "--history-keep") {
+      if (!ParseHistoryKeep(value(), &f.history_keep)) Usage("--history-keep is a count of ended jobs from 0, or all");
     } else if (a == "--ray") {
       f.ray_program = value();
     } else if (a == "--allow-foreign-gpu-processes") {
@@ -341,6 +361,7 @@ int Main(int argc, char** argv) {
     }
   }
   options.max_interruptions = flags.max_interruptions;
+  options.history_keep = flags.history_keep;
   options.progress_stall_after = flags.progress_stall_after;
   options.ray_program = flags.ray_program;
   metrics::Registry registry;

@@ -13,6 +13,8 @@
 #include "evidence/redact.h"
 #include "evidence/snapshot.h"
 #include "exec/process_info.h"
+#include "server/job_history.h"
+#include "server/job_view.h"
 #include "server/local_ray.h"
 #include "spec/json_codec.h"
 #include "spec/load.h"
@@ -39,21 +41,9 @@ Result<std::string> JobManager::RayPython() const {
   return FindRayPython(options_.ray_program, path);
 }
 
-Result<spec::JobSpec> JobManager::DecodeSpec(const std::string& json) {
-  spec::Diagnostics diags;
-  spec::LoadOptions options;
-  options.check_files = false;
-  auto loaded = spec::LoadJobSpecText(json, "spec", "/", options, &diags);
-  if (!loaded.ok()) {
-    return InvalidArgumentError(fmt::format("the spec is not valid:\n{}", diags.Format()));
-  }
-  return loaded->spec;
-}
+Result<spec::JobSpec> JobManager::DecodeSpec(const std::string& json) { return DecodeStoredSpec(json); }
 
-sched::Resources JobManager::RequestOf(const spec::JobSpec& s) {
-  const int64_t w = s.compute.workers;
-  return {s.compute.cpus.milli() * w, s.compute.memory.milli() / 1000 * w, s.compute.gpus * w};
-}
+sched::Resources JobManager::RequestOf(const spec::JobSpec& s) { return server::RequestOf(s); }
 
 JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runner,
                        const sched::AdmissionPolicy* policy, const Clock* clock,
@@ -67,6 +57,7 @@ JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runn
       publisher_(publisher),
       gpu_busy_(static_cast<size_t>(options_.capacity.gpus), false),
       cpu_load_(options_.cpu_ids.size(), 0) {
+  history_ = std::make_shared<JobHistory>(home_.database().string(), home_, options_.max_interruptions);
   engine_.Configure(options_.kueue);
   gpu_slots_.reserve(gpu_busy_.size());
   last_xid_.assign(gpu_busy_.size(), 0);
@@ -84,10 +75,46 @@ int64_t JobManager::NowMs() const {
 Result<JobManager::Job*> JobManager::Find(const std::string& id_or_name) {
   auto it = jobs_by_id_.find(id_or_name);
   if (it != jobs_by_id_.end()) return it->second;
-  for (auto rit = jobs_by_seq_.rbegin(); rit != jobs_by_seq_.rend(); ++rit) {
-    if (rit->second->rec.name == id_or_name) return rit->second.get();
+  // The database knows every job: it decides which is the newest of a name.
+  TAU_ASSIGN_OR_RETURN(std::string id, store_->ResolveJobId(id_or_name));
+  if (id.empty()) return NotFoundError(fmt::format("no job with id or name \"{}\"", id_or_name));
+  it = jobs_by_id_.find(id);
+  if (it != jobs_by_id_.end()) return it->second;
+  // An ended job the loop let go of: held again until it may go (see
+  // EvictEnded), so callers can act on it like on any other.
+  TAU_ASSIGN_OR_RETURN(std::optional<store::JobRecord> rec, store_->LoadJob(id));
+  if (!rec) return NotFoundError(fmt::format("no job with id or name \"{}\"", id_or_name));
+  TAU_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store_->LoadAttemptsOf({id}));
+  TAU_ASSIGN_OR_RETURN(std::unique_ptr<Job> job, JobFromRecord(std::move(*rec), std::move(attempts)));
+  return Hold(std::move(job));
+}
+
+Result<std::unique_ptr<JobManager::Job>> JobManager::JobFromRecord(store::JobRecord rec,
+                                                                  std::vector<AttemptRecord> attempts) {
+  auto job = std::make_unique<Job>();
+  auto spec = DecodeSpec(rec.spec_json);
+  if (!spec.ok()) return spec.status().WithContext(fmt::format("job {}'s stored spec", rec.id));
+  job->spec = std::move(*spec);
+  job->request = RequestOf(job->spec);
+  if (!rec.secret_env.empty()) {
+    nlohmann::json secrets = nlohmann::json::parse(rec.secret_env, nullptr, false);
+    if (secrets.is_object()) {
+      for (auto it = secrets.begin(); it != secrets.end(); ++it) {
+        if (it.value().is_string()) job->secret_env.emplace_back(it.key(), it.value().get<std::string>());
+      }
+    }
   }
-  return NotFoundError(fmt::format("no job with id or name \"{}\"", id_or_name));
+  job->rec = std::move(rec);
+  job->attempts = std::move(attempts);
+  return job;
+}
+
+JobManager::Job* JobManager::Hold(std::unique_ptr<Job> job) {
+  Job* raw = job.get();
+  jobs_by_id_[raw->rec.id] = raw;
+  jobs_by_seq_[raw->rec.seq] = std::move(job);
+  if (store::IsTerminal(raw->rec.state)) ScheduleEviction();
+  return raw;
 }
 
 Status JobManager::AppendEvent(const Job& job, std::string type, std::string reason,
@@ -296,70 +323,32 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
   return job->view;
 }
 
-Status JobManager::Remove(const std::string& id_or_name) {
-  TAU_ASSIGN_OR_RETURN(Job * job, Find(id_or_name));
-  if (!store::IsTerminal(job->rec.state)) {
-    return FailedPreconditionError(fmt::format(
-        "job {} is {}; cancel it first (tau cancel {})", job->rec.id,
-        store::JobStateName(job->rec.state), job->rec.id));
-  }
-  TAU_RETURN_IF_ERROR(store_->DeleteJob(job->rec.id));
-  std::error_code ec;
-  fs::remove_all(home_.job_dir(job->rec.id), ec);
-  jobs_by_id_.erase(job->rec.id);
-  jobs_by_seq_.erase(job->rec.seq);
-  Publish();
-  ScheduleAdmission();  // queued jobs that depended on it fail now
-  return Status::Ok();
-}
-
-Result<std::vector<std::string>> JobManager::Prune(std::chrono::milliseconds age) {
-  int64_t cutoff = NowMs() - age.count();
-  std::vector<std::string> ids;
-  for (const auto& [seq, job] : jobs_by_seq_) {
-    if (store::IsTerminal(job->rec.state) && job->rec.finished_at.value_or(0) < cutoff) {
-      ids.push_back(job->rec.id);
-    }
-  }
-  for (const std::string& id : ids) TAU_RETURN_IF_ERROR(Remove(id));
-  return ids;
-}
-
 // ---- publication --------------------------------------------------------
 
 void JobManager::Publish() {
   auto view = std::make_shared<StateView>();
   view->version = ++version_;
   view->last_event_id = last_event_id_;
+  view->history = history_;
   view->jobs.reserve(jobs_by_seq_.size());
+  bool evictable = false;
   for (auto& [seq, job] : jobs_by_seq_) {
     if (!job->view) {
-      auto jv = std::make_shared<JobView>();
-      jv->job = job->rec;
-      jv->attempts = job->attempts;
-      jv->workers = job->spec.compute.workers;
-      jv->ranks = AttemptRanks(job->spec);
-      jv->gpus = job->request.gpus;
-      jv->cpus_milli = job->request.cpus_milli;
-      jv->memory_bytes = job->request.memory_bytes;
-      jv->project = job->spec.experiment.project;
-      jv->tags = job->spec.experiment.tags;
-      jv->max_restarts = job->spec.retry.max_restarts;
-      jv->max_interruptions = options_.max_interruptions;
-      jv->checkpoint_dir = home_.checkpoint_dir(job->rec.id).string();
-      jv->checkpoint_keep = job->spec.checkpoint.keep;
+      auto jv = NewJobView(job->rec, job->attempts, job->spec, home_, options_.max_interruptions);
       if (job->progress && (job->progress->snapshot().lines > 0 || job->progress->snapshot().bad_lines > 0)) {
         jv->progress = job->progress->snapshot();
       }
       jv->progress_stalled = job->progress_stalled;
+      jv->secret_env_names.clear();
       for (const auto& [k, v] : job->secret_env) jv->secret_env_names.push_back(k);
-      // The view is what readers see: no secret values in it.
-      jv->job.secret_env.clear();
       job->view = std::move(jv);
     }
+    view->by_id.emplace(job->rec.id, view->jobs.size());
     view->jobs.push_back(job->view);
+    evictable = evictable || Evictable(*job);
   }
   publisher_->Publish(std::move(view));
+  if (evictable) ScheduleEviction();
 }
 
 }  // namespace tau::server

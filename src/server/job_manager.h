@@ -23,6 +23,7 @@
 #include "sched/admission_engine.h"
 #include "sched/admission_policy.h"
 #include "server/attempt_runner.h"
+#include "server/job_history.h"
 #include "server/state_view.h"
 #include "spec/job_spec.h"
 #include "store/job_store.h"
@@ -100,6 +101,9 @@ struct JobManagerOptions {
   // The `ray` program for local rayjobs (taugridd --ray, TAU_RAY); "": the
   // first `ray` on the PATH of base_env.
   std::string ray_program;
+  // history.keep: how many ended jobs are kept (the most recently ended);
+  // older ones are removed with their files as others end. nullopt: all.
+  std::optional<int64_t> history_keep = 10000;
 };
 
 // Defines the taugrid_* and DCGM_* metric families (docs/observability.md).
@@ -143,8 +147,18 @@ class JobManager {
   Result<std::shared_ptr<const JobView>> Cancel(const std::string& id_or_name);
   // Deletes a finished job with its files.
   Status Remove(const std::string& id_or_name);
-  // Removes finished jobs that ended more than `age` ago; returns their ids.
-  Result<std::vector<std::string>> Prune(std::chrono::milliseconds age);
+  // Removes finished jobs that ended more than `age` ago, and those older
+  // than the `keep` most recently ended; returns their ids, oldest first.
+  // At least one of the two must be given.
+  Result<std::vector<std::string>> Prune(std::optional<std::chrono::milliseconds> age, std::optional<int64_t> keep);
+
+  // Lets go of the ended jobs nothing is left to do for (their evidence
+  // sealed, their checkpoints indexed); they are read from the database
+  // from then on. Then applies history.keep. Runs after each task that
+  // ends a job (JobManagerOptions::defer); tests call it by hand.
+  void EvictEnded();
+  // How many jobs the loop holds in memory.
+  size_t HeldJobs() const;
 
   // Upserts (by kind, namespace and name, like kubectl apply) and deletes
   // Kueue objects, validates the result as a whole and, when it holds,
@@ -270,7 +284,20 @@ class JobManager {
   static Result<spec::JobSpec> DecodeSpec(const std::string& json);
   static sched::Resources RequestOf(const spec::JobSpec& spec);
 
+  // The job with this id, else the newest job with this name; an ended job
+  // the loop let go of is read from the database and held again until the
+  // next EvictEnded.
   Result<Job*> Find(const std::string& id_or_name);
+  Result<std::unique_ptr<Job>> JobFromRecord(store::JobRecord rec, std::vector<store::AttemptRecord> attempts);
+  Job* Hold(std::unique_ptr<Job> job);
+  // History (job_manager_history.cc).
+  bool Evictable(const Job& job) const;
+  void ScheduleEviction();
+  void Forget(const std::string& id);  // drops the job from memory only
+  // Deletes the job's folder and evidence blobs (off the loop).
+  void RemoveFiles(const store::JobRecord& rec);
+  Result<std::vector<std::string>> PruneEnded(std::optional<std::chrono::milliseconds> age,
+                                              std::optional<int64_t> keep);
   // The job as the admission engine sees it; NotFound when its priority
   // class does not exist.
   Result<sched::Workload> ToWorkload(const Job& job) const;
@@ -396,6 +423,9 @@ class JobManager {
   std::unordered_map<std::string, Job*> jobs_by_id_;
   std::unordered_map<uint64_t, std::pair<Job*, int>> jobs_by_token_;  // token -> job, rank
   bool admission_scheduled_ = false;
+  bool eviction_scheduled_ = false;
+  // Reads ended jobs for the published views.
+  std::shared_ptr<const JobHistory> history_;
   std::optional<int64_t> retry_timer_at_;  // when the armed retry timer fires (ms)
   sched::AdmissionEngine engine_;
   std::vector<store::KueueObjectRecord> kueue_objects_;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "common/log.h"
 #include "server/job_manager.h"
 
 namespace tau::server {
@@ -76,7 +77,18 @@ void JobManager::CollectMetrics() {
   const sched::KueueConfig& config = engine_.config();
   std::map<std::string, int> cq_pending, cq_admitted;
   std::map<std::pair<std::string, std::string>, int> lq_pending;
+  // Ended jobs are counted in the database (jobs_by_state_queue index);
+  // the loop holds only some of them.
+  if (auto ended = store_->CountEndedJobs(); ended.ok()) {
+    for (const auto& c : *ended) {
+      jobs[{{"state", std::string(store::JobStateName(c.state))}, {"queue", c.queue}, {"workspace", c.workspace}}] +=
+          static_cast<int>(c.count);
+    }
+  } else {
+    log::Warn("metrics", "cannot count ended jobs", {{"error", ended.status().ToString()}});
+  }
   for (const auto& [seq, job] : jobs_by_seq_) {
+    if (store::IsTerminal(job->rec.state)) continue;
     ++jobs[{{"state", std::string(store::JobStateName(job->rec.state))},
             {"queue", job->rec.queue},
             {"workspace", job->rec.workspace}}];

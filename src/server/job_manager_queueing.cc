@@ -368,15 +368,26 @@ JobManager::Dependencies JobManager::CheckDependencies(Job& job) {
   if (job.rec.depends_on.empty()) return Dependencies::kReady;
   std::vector<std::string> waiting;
   for (const std::string& id : Split(job.rec.depends_on, ',')) {
-    auto it = jobs_by_id_.find(id);
+    // A dependency that ended may be in the database only.
+    std::optional<store::JobRecord> stored;
+    const store::JobRecord* dep = nullptr;
+    if (auto it = jobs_by_id_.find(id); it != jobs_by_id_.end()) {
+      dep = &it->second->rec;
+    } else if (auto loaded = store_->LoadJob(id); !loaded.ok()) {
+      LogStoreFailure(job, loaded.status());
+      waiting.push_back(fmt::format("{} (unreadable)", id));
+      continue;
+    } else if (*loaded) {
+      stored = std::move(*loaded);
+      dep = &*stored;
+    }
     std::string failure;
-    if (it == jobs_by_id_.end()) {
+    if (!dep) {
       failure = fmt::format("dependency {} was removed before it was seen to succeed", id);
-    } else if (it->second->rec.state == JobState::kFailed || it->second->rec.state == JobState::kCancelled) {
-      failure = fmt::format("dependency {} ({}) ended {}", id, it->second->rec.name,
-                            store::JobStateName(it->second->rec.state));
-    } else if (it->second->rec.state != JobState::kSucceeded) {
-      waiting.push_back(fmt::format("{} ({})", id, it->second->rec.name));
+    } else if (dep->state == JobState::kFailed || dep->state == JobState::kCancelled) {
+      failure = fmt::format("dependency {} ({}) ended {}", id, dep->name, store::JobStateName(dep->state));
+    } else if (dep->state != JobState::kSucceeded) {
+      waiting.push_back(fmt::format("{} ({})", id, dep->name));
       continue;
     } else {
       continue;

@@ -21,33 +21,27 @@ Status JobManager::Recover() {
   TAU_RETURN_IF_ERROR(LoadKueue());
   RestoreAdmissionFairSharing();  // before any attempt's end samples usage
   LoadGpuState();
-  TAU_ASSIGN_OR_RETURN(std::vector<store::JobRecord> records, store_->LoadJobs());
-  TAU_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store_->LoadAttempts());
+  // Only unfinished jobs (and ended ones still to seal) come back into
+  // memory; the rest stay in the database until asked for.
+  TAU_ASSIGN_OR_RETURN(std::vector<store::JobRecord> records, store_->LoadUnfinishedJobs());
+  std::vector<std::string> ids;
+  for (const auto& rec : records) ids.push_back(rec.id);
+  TAU_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store_->LoadAttemptsOf(ids));
   std::unordered_map<std::string, std::vector<AttemptRecord>> by_job;
   for (auto& a : attempts) by_job[a.job_id].push_back(std::move(a));
   for (auto& rec : records) {
-    auto job = std::make_unique<Job>();
-    auto spec = DecodeSpec(rec.spec_json);
-    if (!spec.ok()) {
-      log::Error("jobs", "a stored spec no longer decodes", {{"job", rec.id}, {"error", spec.status().ToString()}});
+    std::string id = rec.id;
+    auto job = JobFromRecord(std::move(rec), std::move(by_job[id]));
+    if (!job.ok()) {
+      log::Error("jobs", "a stored spec no longer decodes", {{"job", id}, {"error", job.status().ToString()}});
       continue;
     }
-    job->spec = std::move(*spec);
-    job->request = RequestOf(job->spec);
-    if (!rec.secret_env.empty()) {
-      nlohmann::json secrets = nlohmann::json::parse(rec.secret_env, nullptr, false);
-      if (secrets.is_object()) {
-        for (auto it = secrets.begin(); it != secrets.end(); ++it) {
-          if (it.value().is_string()) job->secret_env.emplace_back(it.key(), it.value().get<std::string>());
-        }
-      }
-    }
-    job->rec = std::move(rec);
-    job->attempts = std::move(by_job[job->rec.id]);
-    next_seq_ = std::max(next_seq_, job->rec.seq + 1);
-    Job* raw = job.get();
-    jobs_by_id_[raw->rec.id] = raw;
-    jobs_by_seq_[raw->rec.seq] = std::move(job);
+    Hold(std::move(*job));
+  }
+  {
+    TAU_ASSIGN_OR_RETURN(store::Statement st, store_->db()->Prepare("SELECT COALESCE(MAX(seq), 0) FROM jobs"));
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row) next_seq_ = std::max(next_seq_, st.Int(0) + 1);
   }
   {
     TAU_ASSIGN_OR_RETURN(store::Statement st, store_->db()->Prepare("SELECT COALESCE(MAX(id), 0) FROM events"));
@@ -168,6 +162,12 @@ Status JobManager::Recover() {
   }
   RunAdmission();
   Publish();
+  if (options_.history_keep) {
+    // history.keep may have been lowered since the last run.
+    if (auto removed = PruneEnded(std::nullopt, options_.history_keep); !removed.ok()) {
+      log::Warn("jobs", "cannot apply history.keep", {{"error", removed.status().ToString()}});
+    }
+  }
   return Status::Ok();
 }
 

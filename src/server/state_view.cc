@@ -1,10 +1,24 @@
 #include "server/state_view.h"
 
+#include "common/log.h"
+#include "server/job_history.h"
+
 namespace tau::server {
 
+std::shared_ptr<const JobView> StateView::Find(const std::string& id) const {
+  auto it = by_id.find(id);
+  return it == by_id.end() ? nullptr : jobs[it->second];
+}
+
 std::shared_ptr<const JobView> StateView::Resolve(const std::string& id_or_name) const {
-  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
-    if ((*it)->job.id == id_or_name) return *it;
+  if (auto held = Find(id_or_name)) return held;
+  if (history) {
+    // The database knows every job, so it decides which is the newest of a
+    // name (jobs_by_name index).
+    auto found = history->Resolve(id_or_name, *this);
+    if (found.ok()) return *found;
+    log::Warn("jobs", "cannot read a job from the database", {{"job", id_or_name}, {"error", found.status().ToString()}});
+    return nullptr;
   }
   for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
     if ((*it)->job.name == id_or_name) return *it;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -37,17 +38,25 @@ struct JobView {
   std::vector<std::string> secret_env_names;  // names only: values are never published
 };
 
-// An immutable picture of every job, published by the control loop after
-// each batch of changes. HTTP handlers read it without taking any lock the
-// loop needs.
+class JobHistory;
+
+// An immutable picture of the jobs the control loop holds (those that have
+// not ended, and ended ones it has not let go of yet), published after each
+// batch of changes. HTTP handlers read it without taking any lock the loop
+// needs; ended jobs are read from the database through `history`.
 struct StateView {
   int64_t version = 0;
   int64_t last_event_id = 0;
   std::vector<std::shared_ptr<const JobView>> jobs;  // submission order
+  std::unordered_map<std::string, size_t> by_id;     // index into jobs
+  // Reads the jobs that are not in `jobs`; nullptr: none are read.
+  std::shared_ptr<const JobHistory> history;
 
-  // The job with this id, else the newest job with this name; nullptr when
-  // there is none.
+  // The job with this id, else the newest job with this name, whether the
+  // loop holds it or not; nullptr when there is none.
   std::shared_ptr<const JobView> Resolve(const std::string& id_or_name) const;
+  // The job with this id when the view holds it, else nullptr.
+  std::shared_ptr<const JobView> Find(const std::string& id) const;
 };
 
 // Hands the newest StateView from the control loop to readers, and lets

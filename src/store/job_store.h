@@ -1,8 +1,10 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -10,6 +12,23 @@
 #include "store/sqlite.h"
 
 namespace tau::store {
+
+// What a job list asks for; every filter given must match.
+struct JobFilter {
+  std::optional<JobState> state;
+  std::string workspace;
+  std::string name;
+  std::string project;  // experiment.project
+  std::vector<std::pair<std::string, std::string>> tags;  // experiment.tags: each KEY=VALUE
+};
+
+// How many ended jobs have one state, workspace and queue.
+struct JobCount {
+  JobState state = JobState::kSucceeded;
+  std::string workspace;
+  std::string queue;
+  int64_t count = 0;
+};
 
 // The jobs, attempts and events tables (docs/database.md). Every method
 // runs in the caller's transaction when one is open; the control loop opens
@@ -36,6 +55,30 @@ class JobStore {
 
   Result<std::vector<JobRecord>> LoadJobs();
   Result<std::vector<AttemptRecord>> LoadAttempts();
+
+  // History (job_store_history.cc): the control loop keeps only unfinished
+  // jobs in memory; ended ones are read from here when asked for.
+  //
+  // The jobs a restarted daemon keeps in memory: those that have not ended,
+  // and ended ones whose evidence is not sealed yet. Submission order.
+  Result<std::vector<JobRecord>> LoadUnfinishedJobs();
+  // One job by id; nullopt when there is none.
+  Result<std::optional<JobRecord>> LoadJob(const std::string& id);
+  // The id of the job with this id, else of the newest job (highest seq)
+  // with this name; "" when there is none.
+  Result<std::string> ResolveJobId(const std::string& id_or_name);
+  // The attempts of these jobs, by job id then number.
+  Result<std::vector<AttemptRecord>> LoadAttemptsOf(const std::vector<std::string>& job_ids);
+  // Up to `limit` jobs that match `filter` and have seq < `before_seq`
+  // (0: no bound), newest (highest seq) first.
+  Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter, int64_t before_seq, int limit);
+  // Ended jobs to prune, oldest end first, at most `limit`: those that
+  // ended before `ended_before_ms` (when set), and those older than the
+  // `keep` most recently ended (when set).
+  Result<std::vector<std::string>> EndedJobsToPrune(std::optional<int64_t> ended_before_ms,
+                                                    std::optional<int64_t> keep, int limit);
+  // Ended jobs by state, workspace and queue.
+  Result<std::vector<JobCount>> CountEndedJobs();
   // Events with id > after_id, oldest first; all jobs when job_id is empty.
   Result<std::vector<EventRecord>> LoadEvents(const std::string& job_id, int64_t after_id, int limit);
 

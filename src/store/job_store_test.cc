@@ -1,4 +1,5 @@
 #include "store/job_store.h"
+#include "store/migrations.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -37,7 +38,7 @@ TEST_F(JobStoreTest, MigratesAndReopens) {
   {
     auto store = JobStore::Open(Path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    EXPECT_EQ(*(*store)->SchemaVersion(), 11);
+    EXPECT_EQ(*(*store)->SchemaVersion(), static_cast<int>(Migrations().size()));
     ASSERT_TRUE((*store)->InsertJob(Job("j_a", 1)).ok());
   }
   auto again = JobStore::Open(Path());

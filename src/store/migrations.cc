@@ -142,6 +142,16 @@ CREATE TABLE submit_requests (
   created_at INTEGER NOT NULL
 ) STRICT;
 )sql",
+    // 12: history read from the database (the daemon keeps only unfinished
+    // jobs in memory): the job list newest first by state or workspace, the
+    // ended jobs by the time they ended (prune, history.keep), and the
+    // counts of ended jobs per state and queue (the taugrid_jobs gauge).
+    R"sql(
+CREATE INDEX jobs_by_state ON jobs(state, seq);
+CREATE INDEX jobs_by_workspace ON jobs(workspace, seq);
+CREATE INDEX jobs_ended ON jobs(finished_at, seq) WHERE state IN ('Succeeded','Failed','Cancelled');
+CREATE INDEX jobs_by_state_queue ON jobs(state, workspace, queue);
+)sql",
 };
 
 }  // namespace

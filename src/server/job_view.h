@@ -1,0 +1,28 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/tau_home.h"
+#include "sched/resources.h"
+#include "server/state_view.h"
+#include "spec/job_spec.h"
+#include "store/records.h"
+
+namespace tau::server {
+
+// The stored (canonical JSON) spec of a job, decoded again.
+Result<spec::JobSpec> DecodeStoredSpec(const std::string& json);
+
+// What a job of `spec` asks of the machine: all workers together.
+sched::Resources RequestOf(const spec::JobSpec& spec);
+
+// What readers see of a job, from its record, attempts (oldest first) and
+// decoded spec: everything but its progress. Secret values are left out;
+// their names are kept.
+std::shared_ptr<JobView> NewJobView(const store::JobRecord& rec, std::vector<store::AttemptRecord> attempts,
+                                    const spec::JobSpec& spec, const TauHome& home, int64_t max_interruptions);
+
+}  // namespace tau::server
