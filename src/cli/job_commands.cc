@@ -206,14 +206,34 @@ int RunList(const ListOptions& o) {
     }
     query += "tag=" + UrlEscape(t) + "&";
   }
-  if (o.limit > 0) query += fmt::format("limit={}&", o.limit);
+  const bool whole = o.output == "json" || o.output == "yaml";
+  if (whole) {
+    // Every job (or --limit of them), page by page, as one array.
+    json all = json::array();
+    std::string token = o.continue_token;
+    while (true) {
+      int page = 1000;
+      if (o.limit > 0) page = std::min<int>(page, o.limit - static_cast<int>(all.size()));
+      std::string path = "/api/v1/jobs" + query + fmt::format("limit={}", page);
+      if (!token.empty()) path += "&continue=" + UrlEscape(token);
+      auto result = client->Get(path);
+      if (!result.ok()) return Fail(result.error());
+      for (json& j : (*result)["jobs"]) all.push_back(std::move(j));
+      const json& next = (*result)["next"];
+      if (!next.is_string() || (o.limit > 0 && static_cast<int>(all.size()) >= o.limit)) break;
+      token = next.get<std::string>();
+    }
+    PrintJsonOrYaml(all, o.output);
+    std::fflush(stdout);
+    return kExitOk;
+  }
+  query += fmt::format("limit={}", o.limit > 0 ? o.limit : 100);
+  if (!o.continue_token.empty()) query += "&continue=" + UrlEscape(o.continue_token);
   while (true) {
     auto result = client->Get("/api/v1/jobs" + query);
     if (!result.ok()) return Fail(result.error());
     const json& jobs = (*result)["jobs"];
-    if (o.output == "json" || o.output == "yaml") {
-      PrintJsonOrYaml(jobs, o.output);
-    } else {
+    {
       bool wide = o.output == "wide";
       std::vector<std::string> header = {"ID", "NAME", "WORKSPACE", "QUEUE", "STATE", "AGE", "DURATION", "GPUS"};
       if (wide) {
@@ -235,6 +255,12 @@ int RunList(const ListOptions& o) {
       }
       if (o.watch) std::printf("\033[H\033[2J");
       std::printf("%s", RenderTable(header, rows, TerminalWidth(stdout)).c_str());
+      const json& next = (*result)["next"];
+      if (next.is_string()) {
+        // On stderr: stdout stays the table alone.
+        std::fprintf(stderr, "(the newest %zu shown; older ones: tau list --continue %s, or -o json for all)\n",
+                     jobs.size(), next.get<std::string>().c_str());
+      }
     }
     std::fflush(stdout);
     if (!o.watch) return kExitOk;
@@ -404,14 +430,23 @@ int RunRemove(const std::vector<std::string>& jobs) {
   return rc;
 }
 
-int RunPrune(const std::string& older_than) {
-  if (auto d = ParseDuration(older_than); !d.ok()) {
-    std::fprintf(stderr, "tau prune: --older-than: %s\n", d.error().message().c_str());
+int RunPrune(const std::string& older_than, int64_t keep) {
+  json body = json::object();
+  if (!older_than.empty()) {
+    if (auto d = ParseDuration(older_than); !d.ok()) {
+      std::fprintf(stderr, "tau prune: --older-than: %s\n", d.error().message().c_str());
+      return kExitUsage;
+    }
+    body["older_than"] = older_than;
+  }
+  if (keep >= 0) body["keep"] = keep;
+  if (body.empty()) {
+    std::fprintf(stderr, "tau prune: give --older-than DURATION, --keep N, or both\n");
     return kExitUsage;
   }
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
-  auto result = client->Post("/api/v1/prune", {{"older_than", older_than}});
+  auto result = client->Post("/api/v1/prune", body);
   if (!result.ok()) return Fail(result.error());
   std::printf("removed %zu finished job%s\n", (*result)["removed"].size(), (*result)["removed"].size() == 1 ? "" : "s");
   return kExitOk;
@@ -476,13 +511,12 @@ int RunServerStatus() {
   ApiClient client(*endpoint);
   auto info = client.Get("/api/v1/info");
   if (!info.ok()) return Fail(info.error());
-  auto jobs = client.Get("/api/v1/jobs");
-  std::map<std::string, int> counts;
-  if (jobs.ok()) {
-    for (const json& j : (*jobs)["jobs"]) ++counts[j.value("state", "")];
-  }
   std::string summary;
-  for (const auto& [state, n] : counts) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
+  if (info->contains("jobs") && (*info)["jobs"].is_object()) {
+    for (const auto& [state, n] : (*info)["jobs"].items()) {
+      if (n.get<int64_t>() > 0) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n.get<int64_t>(), state);
+    }
+  }
   std::printf("taugridd %s (pid %lld) at %s\ncapacity: %s CPU, %s memory, %lld GPUs\njobs: %s\n",
               info->value("version", "").c_str(), static_cast<long long>(info->value("pid", int64_t{0})),
               endpoint->url.c_str(), (*info)["capacity"].value("cpus", "").c_str(),

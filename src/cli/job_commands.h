@@ -22,7 +22,10 @@ struct ListOptions {
   std::string output = "table";  // table | wide | json | yaml
   std::string state, workspace, project;
   std::vector<std::string> tags;  // KEY=VALUE, all must match
+  // table/wide: the page size (default 100); json/yaml: at most this many
+  // jobs in all (0: every job, page by page).
   int limit = 0;
+  std::string continue_token;  // start after the page that gave it
   bool watch = false;
 };
 int RunList(const ListOptions& options);
@@ -41,7 +44,7 @@ int RunLogs(const LogsOptions& options);
 int RunCancel(const std::vector<std::string>& jobs);
 int RunEvents(const std::string& job, bool follow);
 int RunRemove(const std::vector<std::string>& jobs);
-int RunPrune(const std::string& older_than);
+int RunPrune(const std::string& older_than, int64_t keep);
 
 int RunServerStart(bool foreground);
 int RunServerStop();

@@ -104,7 +104,9 @@ int Main(int argc, char** argv) {
   list_cmd->add_option("--workspace", list.workspace, "Only jobs of this workspace");
   list_cmd->add_option("--project", list.project, "Only jobs of this experiment.project");
   list_cmd->add_option("--tag", list.tags, "Only jobs with this experiment tag (KEY=VALUE; repeatable, all must match)");
-  list_cmd->add_option("--limit", list.limit, "At most N jobs");
+  list_cmd->add_option("--limit", list.limit, "Jobs per page (table), or at most N jobs in all (-o json|yaml)")
+      ->check(CLI::Range(1, 1000000));
+  list_cmd->add_option("--continue", list.continue_token, "Start after the page that printed this token");
   list_cmd->add_flag("-w,--watch", list.watch, "Redraw every 2 seconds");
   list_cmd->callback([&] { exit_code = RunList(list); });
 
@@ -191,9 +193,11 @@ int Main(int argc, char** argv) {
   rm_cmd->callback([&] { exit_code = RunRemove(rm_jobs); });
 
   std::string prune_age;
-  auto* prune_cmd = app.add_subcommand("prune", "Remove finished jobs older than a duration");
-  prune_cmd->add_option("--older-than", prune_age, "e.g. 7d, 12h")->required();
-  prune_cmd->callback([&] { exit_code = RunPrune(prune_age); });
+  int64_t prune_keep = -1;
+  auto* prune_cmd = app.add_subcommand("prune", "Remove finished jobs older than a duration, or all but the newest N");
+  prune_cmd->add_option("--older-than", prune_age, "e.g. 7d, 12h");
+  prune_cmd->add_option("--keep", prune_keep, "Keep the N most recently finished jobs")->check(CLI::NonNegativeNumber);
+  prune_cmd->callback([&] { exit_code = RunPrune(prune_age, prune_keep); });
 
   auto* admin_cmd = app.add_subcommand("admin", "Platform configuration: Kueue objects (quotas, queues, priorities)");
   admin_cmd->require_subcommand(1);

@@ -24,17 +24,21 @@ namespace {
 // One screen: everything is fetched first, then drawn at once.
 Result<std::string> Screen(ApiClient& client) {
   TAU_ASSIGN_OR_RETURN(json queues, client.Get("/api/v1/queues"));
-  TAU_ASSIGN_OR_RETURN(json jobs, client.Get("/api/v1/jobs"));
+  TAU_ASSIGN_OR_RETURN(json info, client.Get("/api/v1/info"));
+  // The newest running jobs (one page each); the counts cover them all.
+  TAU_ASSIGN_OR_RETURN(json running_jobs, client.Get("/api/v1/jobs?state=Running&limit=1000"));
+  TAU_ASSIGN_OR_RETURN(json admitted_jobs, client.Get("/api/v1/jobs?state=Admitted&limit=1000"));
   TAU_ASSIGN_OR_RETURN(json gpus, client.Get("/api/v1/gpus"));
   const int width = TerminalWidth(stdout);
-  int running = 0, pending = 0, retrying = 0;
+  const json counts = info.value("jobs", json::object());
+  const int64_t running = counts.value("Running", int64_t{0}) + counts.value("Admitted", int64_t{0});
+  const int64_t pending = counts.value("Queued", int64_t{0});
+  const int64_t retrying = counts.value("Retrying", int64_t{0});
+  json jobs = json::array();
+  for (const json& j : running_jobs["jobs"]) jobs.push_back(j);
+  for (const json& j : admitted_jobs["jobs"]) jobs.push_back(j);
   std::vector<std::vector<std::string>> job_rows;
-  for (const json& j : jobs["jobs"]) {
-    std::string state = j.value("state", "");
-    if (state == "Queued") ++pending;
-    if (state == "Retrying") ++retrying;
-    if (state != "Running" && state != "Admitted") continue;
-    ++running;
+  for (const json& j : jobs) {
     int64_t started = ParseTime(j["started_at"]);
     job_rows.push_back({j.value("id", ""), j.value("name", ""), j.value("queue", ""),
                         std::to_string(j["resources"].value("gpus", 0)),

@@ -28,6 +28,7 @@
 #include "render/kueue_config.h"
 #include "server/api_http.h"
 #include "server/elastic_pool.h"
+#include "server/job_history.h"
 #include "server/job_json.h"
 #include "store/job_store.h"
 
@@ -465,7 +466,16 @@ class ApiServer::Impl {
     });
 
     server_.Get("/api/v1/info", [this](const httplib::Request&, httplib::Response& res) {
+      // Jobs by state: what tau top, tau server status and the portal count.
+      json counts = json::object();
+      auto view = publisher_->Current();
+      if (view->history) {
+        auto by_state = view->history->CountByState(*view);
+        if (!by_state.ok()) return SendError(res, by_state.status());
+        for (const auto& [state, n] : *by_state) counts[state] = n;
+      }
       SendJson(res, {{"version", kVersion},
+                     {"jobs", counts},
                      {"pid", ::getpid()},
                      {"capacity",
                       {{"cpus", Quantity::FromMilli(options_.capacity.cpus_milli).ToString()},

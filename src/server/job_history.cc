@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <map>
 #include <unordered_map>
 
 #include "progress/progress.h"
@@ -149,6 +150,23 @@ Result<JobPage> JobHistory::List(const JobListQuery& query, const StateView& act
     if (more) page.next = ContinueToken(seq);
   }
   return page;
+}
+
+Result<std::vector<std::pair<std::string, int64_t>>> JobHistory::CountByState(const StateView& active) const {
+  using store::JobState;
+  std::map<JobState, int64_t> counts;
+  for (const auto& j : active.jobs) {
+    if (!store::IsTerminal(j->job.state)) ++counts[j->job.state];
+  }
+  TAU_ASSIGN_OR_RETURN(Lease db, Acquire());
+  TAU_ASSIGN_OR_RETURN(std::vector<store::JobCount> ended, db->CountEndedJobs());
+  for (const auto& c : ended) counts[c.state] += c.count;
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (JobState s : {JobState::kQueued, JobState::kAdmitted, JobState::kRunning, JobState::kRetrying,
+                     JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+    out.emplace_back(std::string(store::JobStateName(s)), counts[s]);
+  }
+  return out;
 }
 
 }  // namespace tau::server

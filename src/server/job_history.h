@@ -47,6 +47,9 @@ class JobHistory {
   // there is none.
   Result<std::shared_ptr<const JobView>> Resolve(const std::string& id_or_name, const StateView& active) const;
   Result<JobPage> List(const JobListQuery& query, const StateView& active) const;
+  // How many jobs are in each state (every state named, 0 included):
+  // unfinished ones from the view, ended ones from the database.
+  Result<std::vector<std::pair<std::string, int64_t>>> CountByState(const StateView& active) const;
 
  private:
   class Lease;

@@ -32,8 +32,8 @@ function progress(job) {
 }
 
 async function overview() {
-  const [jobs, queues, gpus] = await Promise.all([api("/jobs"), api("/queues"), api("/gpus")]);
-  const count = s => jobs.jobs.filter(j => j.state === s).length;
+  const [info, queues, gpus] = await Promise.all([api("/info"), api("/queues"), api("/gpus")]);
+  const count = s => (info.jobs && info.jobs[s]) || 0;
   const unhealthy = gpus.gpus.filter(g => g.health !== "Healthy").length;
   main.innerHTML = `<h1>Overview</h1><div class="cards">` +
     [["Running", count("Running") + count("Admitted")], ["Pending", count("Queued")], ["Retrying", count("Retrying")],
@@ -61,15 +61,23 @@ async function queuesView() {
       `<a href="#/jobs/${esc(j.id)}">${esc(j.name)}</a>`, esc(j.queue), esc(j.reason), esc(j.message)]));
 }
 
+// One page of jobs, newest first; "Older jobs" follows the page's next token.
 async function jobsView(params) {
   const filter = params.get("state") || "";
-  const data = await api("/jobs" + (filter ? `?state=${encodeURIComponent(filter)}` : ""));
+  const from = params.get("continue") || "";
+  const query = new URLSearchParams();
+  if (filter) query.set("state", filter);
+  if (from) query.set("continue", from);
+  const data = await api("/jobs" + (query.toString() ? "?" + query.toString() : ""));
   const states = ["", "Queued", "Running", "Retrying", "Succeeded", "Failed", "Cancelled"];
+  const page = next => { const q = new URLSearchParams(); if (filter) q.set("state", filter); if (next) q.set("continue", next); return "#/jobs" + (q.toString() ? "?" + q.toString() : ""); };
   main.innerHTML = `<h1>Jobs</h1><div class="filters">` +
     states.map(s => `<a href="#/jobs${s ? "?state=" + s : ""}">${s || "All"}</a>`).join(" ") + `</div>` +
     table(["Job", "Name", "Queue", "State", "Reason", "Progress", "Created"], data.jobs.map(j => [
       `<a href="#/jobs/${esc(j.id)}">${esc(j.id)}</a>`, esc(j.name), esc(j.queue), state(j.state), esc(j.reason),
-      progress(j), esc(j.created_at)]));
+      progress(j), esc(j.created_at)])) +
+    `<div class="pager">` + (from ? `<a href="${esc(page(""))}">Newest jobs</a> ` : "") +
+    (data.next ? `<a id="older" href="${esc(page(data.next))}">Older jobs</a>` : "") + `</div>`;
 }
 
 function chart(points, key) {
