@@ -101,7 +101,7 @@ Result<std::shared_ptr<const JobView>> JobHistory::ViewOf(store::JobRecord rec,
                                                           std::vector<store::AttemptRecord> attempts) const {
   // A spec this version no longer decodes still lists the job (with the
   // spec's defaults for what it asked for).
-  auto spec = DecodeStoredSpec(rec.spec_json);
+  auto spec = DecodeViewedSpec(rec.spec_json);
   auto view = NewJobView(rec, std::move(attempts), spec.ok() ? *spec : spec::JobSpec{}, home_, max_interruptions_);
   view->progress = ReadProgress(home_.metrics_file(rec.id).string());
   return std::shared_ptr<const JobView>(std::move(view));

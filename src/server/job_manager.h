@@ -294,8 +294,9 @@ class JobManager {
   bool Evictable(const Job& job) const;
   void ScheduleEviction();
   void Forget(const std::string& id);  // drops the job from memory only
-  // Deletes the job's folder and evidence blobs (off the loop).
-  void RemoveFiles(const store::JobRecord& rec);
+  // Deletes the job's folder and evidence blobs: now, or off the loop
+  // (JobManagerOptions::background) for the many that prune removes.
+  void RemoveFiles(const store::JobRecord& rec, bool now);
   Result<std::vector<std::string>> PruneEnded(std::optional<std::chrono::milliseconds> age,
                                               std::optional<int64_t> keep);
   // The job as the admission engine sees it; NotFound when its priority

@@ -69,17 +69,22 @@ void JobManager::Forget(const std::string& id) {
 
 size_t JobManager::HeldJobs() const { return jobs_by_seq_.size(); }
 
-void JobManager::RemoveFiles(const store::JobRecord& rec) {
+void JobManager::RemoveFiles(const store::JobRecord& rec, bool now) {
   std::vector<fs::path> paths = {home_.job_dir(rec.id)};
   // The job's evidence capsules name the job: no other job shares them.
   for (const std::string& digest : {rec.evidence_submit, rec.evidence}) {
     if (!digest.empty()) paths.push_back(home_.blob(digest));
   }
-  RunInBackground([paths = std::move(paths)] {
+  auto remove = [paths = std::move(paths)] {
     std::error_code ec;
     for (const fs::path& p : paths) fs::remove_all(p, ec);
     return [] {};
-  });
+  };
+  if (now) {
+    remove();
+  } else {
+    RunInBackground(std::move(remove));
+  }
 }
 
 Status JobManager::Remove(const std::string& id_or_name) {
@@ -92,7 +97,7 @@ Status JobManager::Remove(const std::string& id_or_name) {
   TAU_RETURN_IF_ERROR(store_->DeleteJob(job->rec.id));
   store::JobRecord rec = job->rec;
   Forget(rec.id);
-  RemoveFiles(rec);
+  RemoveFiles(rec, /*now=*/true);  // one job: gone when tau rm returns
   Publish();
   ScheduleAdmission();  // queued jobs that depended on it fail now
   return Status::Ok();
@@ -121,7 +126,7 @@ Result<std::vector<std::string>> JobManager::PruneEnded(std::optional<std::chron
     // never a job without its files.
     for (const store::JobRecord& rec : records) {
       Forget(rec.id);
-      RemoveFiles(rec);
+      RemoveFiles(rec, /*now=*/false);
       removed.push_back(rec.id);
     }
     if (static_cast<int>(ids.size()) < kPruneBatch) break;

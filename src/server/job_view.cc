@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "common/quantity.h"
 
 #include "server/local_ray.h"
 #include "spec/load.h"
@@ -18,6 +21,49 @@ Result<spec::JobSpec> DecodeStoredSpec(const std::string& json) {
     return InvalidArgumentError(fmt::format("the spec is not valid:\n{}", diags.Format()));
   }
   return loaded->spec;
+}
+
+namespace {
+
+// The viewed fields of canonical spec JSON; nullopt when one is missing or
+// of another type.
+std::optional<spec::JobSpec> ViewedFields(const nlohmann::json& j) {
+  try {
+    spec::JobSpec s;
+    const auto& run = j.at("run");
+    const std::string kind = run.at("workload_kind").get<std::string>();
+    if (kind == spec::WorkloadKindName(spec::WorkloadKind::kRayJob)) {
+      s.run.workload_kind = spec::WorkloadKind::kRayJob;
+    } else if (kind != spec::WorkloadKindName(spec::WorkloadKind::kJob)) {
+      return std::nullopt;
+    }
+    const auto& compute = j.at("compute");
+    s.compute.gpus = compute.at("gpus").get<int64_t>();
+    s.compute.workers = compute.at("workers").get<int64_t>();
+    auto cpus = Quantity::Parse(compute.at("cpus").get<std::string>());
+    auto memory = Quantity::Parse(compute.at("memory").get<std::string>());
+    if (!cpus.ok() || !memory.ok()) return std::nullopt;
+    s.compute.cpus = *cpus;
+    s.compute.memory = *memory;
+    s.retry.max_restarts = j.at("retry").at("max_restarts").get<int64_t>();
+    s.checkpoint.keep = j.at("checkpoint").at("keep").get<int64_t>();
+    const auto& experiment = j.at("experiment");
+    s.experiment.project = experiment.value("project", "");
+    for (const auto& [k, v] : experiment.at("tags").items()) s.experiment.tags.emplace_back(k, v.get<std::string>());
+    return s;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Result<spec::JobSpec> DecodeViewedSpec(const std::string& json) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    if (auto s = ViewedFields(j)) return *std::move(s);
+  }
+  return DecodeStoredSpec(json);
 }
 
 sched::Resources RequestOf(const spec::JobSpec& s) {

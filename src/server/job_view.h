@@ -16,6 +16,13 @@ namespace tau::server {
 // The stored (canonical JSON) spec of a job, decoded again.
 Result<spec::JobSpec> DecodeStoredSpec(const std::string& json);
 
+// The part of a stored spec a JobView shows (workload kind, compute,
+// retry.max_restarts, checkpoint.keep, experiment), read straight from the
+// canonical JSON; the rest of the JobSpec keeps its defaults. Much cheaper
+// than DecodeStoredSpec, for reading many ended jobs; falls back to it when
+// the JSON is not in the canonical shape.
+Result<spec::JobSpec> DecodeViewedSpec(const std::string& json);
+
 // What a job of `spec` asks of the machine: all workers together.
 sched::Resources RequestOf(const spec::JobSpec& spec);
 
