@@ -52,7 +52,7 @@ void JobManager::EvictEnded() {
     if (!removed.ok()) {
       log::Warn("jobs", "cannot apply history.keep", {{"error", removed.status().ToString()}});
     } else if (!removed->empty()) {
-      log::Info("jobs", "removed ended jobs beyond history.keep",
+      log::Debug("jobs", "removed ended jobs beyond history.keep",
                 {{"removed", std::to_string(removed->size())}, {"keep", std::to_string(*options_.history_keep)}});
     }
   }
