@@ -60,7 +60,8 @@ class JobStore {
   // jobs in memory; ended ones are read from here when asked for.
   //
   // The jobs a restarted daemon keeps in memory: those that have not ended,
-  // and ended ones whose evidence is not sealed yet. Submission order.
+  // and ended ones whose evidence is not sealed yet (of those that have
+  // evidence at all). Submission order.
   Result<std::vector<JobRecord>> LoadUnfinishedJobs();
   // One job by id; nullopt when there is none.
   Result<std::optional<JobRecord>> LoadJob(const std::string& id);

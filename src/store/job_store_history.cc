@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+#include <utility>
+
 #include "store/job_rows.h"
 #include "store/job_store.h"
 
@@ -10,7 +13,8 @@ namespace tau::store {
 
 Result<std::vector<JobRecord>> JobStore::LoadUnfinishedJobs() {
   TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare(fmt::format(
-                                         "SELECT {} FROM jobs WHERE state NOT IN {} OR evidence = '' ORDER BY seq",
+                                         "SELECT {} FROM jobs WHERE state NOT IN {} OR (evidence = '' AND evidence_submit != '') "
+                                         "ORDER BY seq",
                                          kJobColumns, kTerminalStatesSql)));
   return ReadJobRows(st);
 }
@@ -81,24 +85,33 @@ Result<std::vector<JobRecord>> JobStore::ListJobs(const JobFilter& filter, int64
 
 Result<std::vector<std::string>> JobStore::EndedJobsToPrune(std::optional<int64_t> ended_before_ms,
                                                             std::optional<int64_t> keep, int limit) {
-  if (!ended_before_ms && !keep) return std::vector<std::string>();
-  // The ended jobs, newest end first, are read through the jobs_ended index:
-  // with `keep`, everything after the first `keep` goes; with an age,
-  // everything that ended before it.
-  std::string sql = fmt::format(
-      "SELECT id FROM (SELECT id, finished_at, seq FROM jobs WHERE state IN {} "
-      "ORDER BY finished_at DESC, seq DESC LIMIT -1 OFFSET ?1) WHERE ?2 IS NULL OR finished_at < ?2 "
-      "ORDER BY finished_at, seq LIMIT ?3",
-      kTerminalStatesSql);
-  if (keep && ended_before_ms) {
-    // Either reason prunes: the union of both sets.
-    sql = fmt::format(
-        "SELECT id FROM (SELECT id, finished_at, seq, ROW_NUMBER() OVER (ORDER BY finished_at DESC, seq DESC) AS n "
-        "FROM jobs WHERE state IN {}) WHERE n > ?1 OR finished_at < ?2 ORDER BY finished_at, seq LIMIT ?3",
-        kTerminalStatesSql);
+  // Both rules prune a prefix of the ended jobs ordered by (finished_at,
+  // seq), read through the partial index jobs_ended: the union is the
+  // longer prefix, up to and including the bound (finished_at, seq). The
+  // range on finished_at lets the scan stop at the bound.
+  std::optional<std::pair<int64_t, int64_t>> bound;
+  if (ended_before_ms) bound = std::make_pair(*ended_before_ms - 1, std::numeric_limits<int64_t>::max());
+  if (keep) {
+    // The newest ended job beyond the `keep` most recent: only index
+    // entries are walked.
+    TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare(fmt::format(
+                                           "SELECT finished_at, seq FROM jobs INDEXED BY jobs_ended WHERE state IN {} "
+                                           "ORDER BY finished_at DESC, seq DESC LIMIT 1 OFFSET ?1",
+                                           kTerminalStatesSql)));
+    st.Bind(1, *keep);
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row) {
+      auto keep_bound = std::make_pair(st.OptionalInt(0).value_or(std::numeric_limits<int64_t>::min()), st.Int(1));
+      if (!bound || keep_bound > *bound) bound = keep_bound;
+    }
   }
-  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare(sql));
-  st.Bind(1, keep.value_or(0)).Bind(2, ended_before_ms).Bind(3, int64_t{limit});
+  if (!bound) return std::vector<std::string>();
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare(fmt::format(
+                                         "SELECT id FROM jobs INDEXED BY jobs_ended WHERE state IN {} AND "
+                                         "finished_at <= ?1 AND (finished_at < ?1 OR seq <= ?2) "
+                                         "ORDER BY finished_at, seq LIMIT ?3",
+                                         kTerminalStatesSql)));
+  st.Bind(1, bound->first).Bind(2, bound->second).Bind(3, int64_t{limit});
   std::vector<std::string> out;
   while (true) {
     TAU_ASSIGN_OR_RETURN(bool row, st.Step());

@@ -99,7 +99,11 @@ TEST_F(JobStoreHistoryTest, LoadsOnlyUnfinishedOrUnsealedJobsForRecovery) {
   ASSERT_TRUE(store_->InsertJob(Job(2, "running", JobState::kRunning)).ok());
   JobRecord unsealed = Job(3, "unsealed");
   unsealed.evidence.clear();
+  unsealed.evidence_submit = "sha256:submit";
   ASSERT_TRUE(store_->InsertJob(unsealed).ok());
+  JobRecord without_evidence = Job(4, "old");  // from before evidence was kept: never sealed
+  without_evidence.evidence.clear();
+  ASSERT_TRUE(store_->InsertJob(without_evidence).ok());
   EXPECT_EQ(Seqs(*store_->LoadUnfinishedJobs()), (std::vector<int64_t>{2, 3}));
 }
 
