@@ -196,7 +196,14 @@ int Main(int argc, char** argv) {
   int64_t prune_keep = -1;
   auto* prune_cmd = app.add_subcommand("prune", "Remove finished jobs older than a duration, or all but the newest N");
   prune_cmd->add_option("--older-than", prune_age, "e.g. 7d, 12h");
-  prune_cmd->add_option("--keep", prune_keep, "Keep the N most recently finished jobs")->check(CLI::NonNegativeNumber);
+  prune_cmd->add_option("--keep", prune_keep, "Keep the N most recently finished jobs")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
+                       ? std::string()
+                       : "is a whole number from 0";
+          },
+          "N", "whole number"));
   prune_cmd->callback([&] { exit_code = RunPrune(prune_age, prune_keep); });
 
   auto* admin_cmd = app.add_subcommand("admin", "Platform configuration: Kueue objects (quotas, queues, priorities)");

@@ -56,7 +56,7 @@ Result<int64_t> ParseContinueToken(const std::string& token) {
     if (ec == std::errc() && end == token.data() + token.size() && seq > 0) return seq;
   }
   return InvalidArgumentError(
-      fmt::format("continue \"{}\" is not a continue token (use the \"next\" of the page before)", token));
+      fmt::format("\"{}\" is not a continue token (use the \"next\" of the page before)", token));
 }
 
 // A read connection taken from the pool, given back when it goes.
