@@ -299,6 +299,8 @@ class JobManager {
   void RemoveFiles(const store::JobRecord& rec, bool now);
   Result<std::vector<std::string>> PruneEnded(std::optional<std::chrono::milliseconds> age,
                                               std::optional<int64_t> keep);
+  // Deletes job folders without a job in the database (Recover).
+  void RemoveOrphanFiles();
   // The job as the admission engine sees it; NotFound when its priority
   // class does not exist.
   Result<sched::Workload> ToWorkload(const Job& job) const;

@@ -87,6 +87,27 @@ void JobManager::RemoveFiles(const store::JobRecord& rec, bool now) {
   }
 }
 
+void JobManager::RemoveOrphanFiles() {
+  // Job folders whose row is gone: prune deletes rows first and files after
+  // (off the loop), so a daemon stopped in between leaves them. Runs before
+  // the API serves, when no submit can be between its files and its row.
+  std::vector<fs::path> orphans;
+  std::error_code ec;
+  for (fs::directory_iterator it(home_.root() / "jobs", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string id = it->path().filename().string();
+    auto exists = store_->JobExists(id);
+    if (exists.ok() && !*exists) orphans.push_back(it->path());
+  }
+  if (orphans.empty()) return;
+  log::Info("jobs", "removing the folders of jobs removed while the daemon stopped",
+            {{"folders", std::to_string(orphans.size())}});
+  RunInBackground([orphans = std::move(orphans)] {
+    std::error_code ec;
+    for (const fs::path& p : orphans) fs::remove_all(p, ec);
+    return [] {};
+  });
+}
+
 Status JobManager::Remove(const std::string& id_or_name) {
   TAU_ASSIGN_OR_RETURN(Job * job, Find(id_or_name));
   if (!store::IsTerminal(job->rec.state)) {

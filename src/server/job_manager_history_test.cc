@@ -153,7 +153,7 @@ TEST_F(JobHistoryTest, PruneRemovesByCountAndByAge) {
   EXPECT_FALSE(jobs->Prune(std::nullopt, -1).ok());
 }
 
-TEST_F(JobHistoryTest, ARestartHoldsOnlyUnfinishedJobsAndKeepsNumbering) {
+TEST_F(JobHistoryTest, ARestartHoldsOnlyUnfinishedJobsKeepsNumberingAndRemovesOrphanFolders) {
   std::string ended;
   std::string running;
   {
@@ -162,11 +162,16 @@ TEST_F(JobHistoryTest, ARestartHoldsOnlyUnfinishedJobsAndKeepsNumbering) {
     ended = EndedJob(*jobs, first, "done");
     running = (*jobs->Submit(Request(kJob)))->job.id;
   }
+  // A folder whose row a prune deleted before the daemon stopped.
+  fs::create_directories(home().job_dir("j_orphan") / "code");
   FakeRunner runner;
   runner.lock_holders[LockPath(running, 1)] = 4242;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
   EXPECT_EQ(jobs->HeldJobs(), 1u);
+  EXPECT_FALSE(fs::exists(home().job_dir("j_orphan")));
+  EXPECT_TRUE(fs::exists(home().job_dir(ended)));
+  EXPECT_TRUE(fs::exists(home().job_dir(running)));
   EXPECT_EQ(View(ended)->job.state, JobState::kSucceeded);
   const int64_t before = View(running)->job.seq;
   std::string next = (*jobs->Submit(Request(kJob)))->job.id;

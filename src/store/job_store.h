@@ -65,6 +65,7 @@ class JobStore {
   Result<std::vector<JobRecord>> LoadUnfinishedJobs();
   // One job by id; nullopt when there is none.
   Result<std::optional<JobRecord>> LoadJob(const std::string& id);
+  Result<bool> JobExists(const std::string& id);
   // The id of the job with this id, else of the newest job (highest seq)
   // with this name; "" when there is none.
   Result<std::string> ResolveJobId(const std::string& id_or_name);

@@ -27,6 +27,12 @@ Result<std::optional<JobRecord>> JobStore::LoadJob(const std::string& id) {
   return std::optional<JobRecord>(std::move(rows.front()));
 }
 
+Result<bool> JobStore::JobExists(const std::string& id) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT 1 FROM jobs WHERE id = ?"));
+  st.Bind(1, id);
+  return st.Step();
+}
+
 Result<std::string> JobStore::ResolveJobId(const std::string& id_or_name) {
   {
     TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT id FROM jobs WHERE id = ?"));

@@ -92,6 +92,8 @@ TEST_F(JobStoreHistoryTest, ResolvesAnIdElseTheNewestJobOfAName) {
   ASSERT_TRUE(job.ok() && job->has_value());
   EXPECT_EQ((*job)->name, "other");
   EXPECT_FALSE(store_->LoadJob("j_9")->has_value());
+  EXPECT_TRUE(*store_->JobExists("j_3"));
+  EXPECT_FALSE(*store_->JobExists("other")) << "names are not ids";
 }
 
 TEST_F(JobStoreHistoryTest, LoadsOnlyUnfinishedOrUnsealedJobsForRecovery) {
