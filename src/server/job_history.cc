@@ -140,7 +140,7 @@ Result<JobPage> JobHistory::List(const JobListQuery& query, const StateView& act
   for (auto& r : rows) {
     const int64_t seq = r.seq;
     if (auto held = active.Find(r.id)) {
-      // The loop's view is newer than the row: it decides the state filter.
+      // What is shown is the view's: it must match the state filter too.
       if (!query.filter.state || held->job.state == *query.filter.state) page.jobs.push_back(held);
     } else {
       std::string id = r.id;

@@ -35,7 +35,8 @@ Result<int64_t> ParseContinueToken(const std::string& token);
 
 // Reads jobs from the database for readers off the control loop: the jobs
 // the loop no longer keeps (ended ones) and pages of the job list. A job
-// the published view holds is taken from the view (it is at least as new).
+// the published view holds is taken from the view (it carries the live
+// progress; it may lag the database by the batch being committed).
 // Thread-safe: each call uses a read connection of its own from a small
 // pool (SQLite in WAL mode lets readers run beside the loop's writer).
 class JobHistory {
