@@ -26,7 +26,7 @@ bool JobManager::Evictable(const Job& job) const {
     return false;
   }
   for (const auto& rank : job.ranks) {
-    if (rank.token && jobs_by_token_.count(rank.token)) return false;  // a shim still watched
+    if (rank.draining || (rank.token && jobs_by_token_.count(rank.token))) return false;  // a shim still watched
   }
   return true;
 }
