@@ -1,10 +1,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 
@@ -22,8 +24,9 @@ class Statement;
 class Database {
  public:
   // Opens (creating when absent) the database file at `path`; ":memory:"
-  // opens a private in-memory database.
-  static Result<std::unique_ptr<Database>> Open(const std::string& path);
+  // opens a private in-memory database. `vfs` names a registered SQLite VFS
+  // (e.g. a FaultVfs in tests); "" is the platform's own.
+  static Result<std::unique_ptr<Database>> Open(const std::string& path, const std::string& vfs = "");
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -38,9 +41,19 @@ class Database {
 
   sqlite3* raw() { return db_; }
 
+  // Called with the outcome of every write that reaches the disk or fails
+  // to: each COMMIT, each statement that changes rows outside a
+  // transaction, and each failed write statement. Lets the owner notice a
+  // full disk and when it is writable again.
+  void AddWriteObserver(std::function<void(const Status&)> observer) { write_observers_.push_back(std::move(observer)); }
+  void ObserveWrite(const Status& st) const {
+    for (const auto& observer : write_observers_) observer(st);
+  }
+
  private:
   explicit Database(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+  std::vector<std::function<void(const Status&)>> write_observers_;
 };
 
 // A prepared statement. Bind parameters by 1-based index, Step through rows,
@@ -72,9 +85,10 @@ class Statement {
 
  private:
   friend class Database;
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(Database* owner, sqlite3* db, sqlite3_stmt* stmt) : owner_(owner), db_(db), stmt_(stmt) {}
   Status BindStatus() const;
 
+  Database* owner_;
   sqlite3* db_;
   sqlite3_stmt* stmt_;
   int bind_error_ = 0;
