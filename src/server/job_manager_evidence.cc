@@ -123,7 +123,10 @@ Status JobManager::RecordSubmitEvidence(Job& job, const SubmitRequest& request) 
 }
 
 void JobManager::SealEvidence(Job& job) {
-  if (job.sealing_evidence || job.rec.evidence_submit.empty() || !store::IsTerminal(job.rec.state)) return;
+  if (job.sealing_evidence || job.rec.evidence_submit.empty() || !job.rec.evidence.empty() ||
+      !store::IsTerminal(job.rec.state)) {
+    return;  // being sealed, kept no evidence, already sealed, or still going
+  }
   if (job.indexing) return;  // sealed once its final checkpoint index is in (ApplyCheckpointIndex)
   job.sealing_evidence = true;
   auto submit = ReadFile(home_.blob(job.rec.evidence_submit));

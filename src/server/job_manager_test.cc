@@ -451,5 +451,22 @@ TEST_F(RecoveryTest, AnAttemptThatNeverStartedRunsOnceUnderTheSameNumber) {
   EXPECT_TRUE(requeued);
 }
 
+TEST_F(JobManagerTest, EndingAJobWithoutCheckpointsWritesNoCheckpointIndex) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  int writes = 0;
+  store_->db()->AddWriteObserver([&](const Status& st) { writes += st.ok() ? 1 : 0; });
+  exec::ExitStatus ok;
+  ok.exit_code = 0;
+  runner.statuses[StatusPath(id, 1)] = ok;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  ASSERT_EQ(View(id)->job.state, JobState::kSucceeded);
+  // The attempt's end, and the sealed evidence's digest; an empty index
+  // is the same as none.
+  EXPECT_EQ(writes, 2);
+  EXPECT_EQ(View(id)->job.checkpoints, "");
+}
+
 }  // namespace
 }  // namespace tau::server
