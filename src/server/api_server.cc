@@ -29,6 +29,7 @@
 #include "server/api_http.h"
 #include "server/elastic_pool.h"
 #include "server/job_json.h"
+#include "server/submit_off_loop.h"
 #include "store/job_store.h"
 
 namespace tau::server {
@@ -547,7 +548,7 @@ class ApiServer::Impl {
             "machine's own environment",
             image.is_string() ? image.get<std::string>() : DumpJson(image)));
       }
-      auto result = loop_->Call([&] { return jobs_->Submit(submit); });
+      auto result = SubmitOffLoop(*loop_, *jobs_, submit);
       if (!result.ok()) return SendError(res, result.error());
       json reply = JobToJson(**result);
       if (!warnings.empty()) reply["warnings"] = std::move(warnings);

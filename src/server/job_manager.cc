@@ -123,8 +123,53 @@ void JobManager::LogStoreFailure(const Job& job, const Status& st) {
 
 // ---- submit, cancel, remove -------------------------------------------
 
+Result<PreparedJob> JobManager::PrepareSubmit(const SubmitRequest& req) const {
+  PreparedJob prepared;
+  TAU_ASSIGN_OR_RETURN(prepared.spec, DecodeSpec(req.spec_json));
+  std::error_code ec;
+  fs::path blob = home_.blob(req.snapshot_digest);
+  if (!fs::exists(blob, ec)) {
+    return FailedPreconditionError(fmt::format("snapshot {} has not been uploaded", req.snapshot_digest));
+  }
+  // Unique among the folders; Submit checks it against the jobs too.
+  do {
+    prepared.id = NewJobId();
+  } while (fs::exists(home_.job_dir(prepared.id), ec));
+  // Files first: a failure here (disk full) leaves the database untouched.
+  std::ifstream in(blob, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Status st = evidence::UnpackSnapshot(data, home_.code_dir(prepared.id), &prepared.code_files);
+  if (options_.on_snapshot_unpacked) options_.on_snapshot_unpacked();
+  for (const fs::path& d : {home_.checkpoint_dir(prepared.id), home_.output_dir(prepared.id)}) {
+    if (st.ok() && !fs::create_directories(d, ec) && ec) st = ErrnoError(ec.value(), d.string());
+  }
+  if (!st.ok()) {
+    DiscardPrepared(prepared);
+    return st.WithContext("preparing the job's folder");
+  }
+  return prepared;
+}
+
+void JobManager::DiscardPrepared(const PreparedJob& prepared) const {
+  if (prepared.id.empty()) return;
+  std::error_code ec;
+  fs::remove_all(home_.job_dir(prepared.id), ec);
+}
+
 Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& req) {
-  TAU_ASSIGN_OR_RETURN(spec::JobSpec spec, DecodeSpec(req.spec_json));
+  TAU_ASSIGN_OR_RETURN(PreparedJob prepared, PrepareSubmit(req));
+  return Submit(req, prepared);
+}
+
+Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& req, const PreparedJob& prepared) {
+  auto result = SubmitPrepared(req, prepared);
+  // Refused, or a repeated request_id answered with the job it made first.
+  if (!result.ok() || (*result)->job.id != prepared.id) DiscardPrepared(prepared);
+  return result;
+}
+
+Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRequest& req, const PreparedJob& prepared) {
+  spec::JobSpec spec = prepared.spec;
   if (!req.request_id.empty()) {
     TAU_RETURN_IF_ERROR(CheckRequestId(req.request_id));
     TAU_ASSIGN_OR_RETURN(auto seen, store_->FindSubmitRequest(req.request_id));
@@ -143,6 +188,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
       return (*job)->view;
     }
   }
+  if (jobs_by_id_.count(prepared.id)) return AbortedError(fmt::format("job id {} is taken; submit again", prepared.id));
   if (spec.run.workload_kind == spec::WorkloadKind::kRayJob) {
     TAU_RETURN_IF_ERROR(RayPython().status());
   }
@@ -184,16 +230,8 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
     reproduces = (*original)->rec.id;
   }
 
-  std::error_code ec;
-  fs::path blob = home_.blob(req.snapshot_digest);
-  if (!fs::exists(blob, ec)) {
-    return FailedPreconditionError(fmt::format("snapshot {} has not been uploaded", req.snapshot_digest));
-  }
-
   auto job = std::make_unique<Job>();
-  do {
-    job->rec.id = NewJobId();
-  } while (jobs_by_id_.count(job->rec.id));
+  job->rec.id = prepared.id;
   job->rec.seq = next_seq_;
   job->rec.name = spec.name;
   job->rec.workspace = spec.workspace;
@@ -221,34 +259,19 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   job->spec = std::move(spec);
   job->request = request;
 
-  // Files first: a failure here (disk full) leaves the database untouched.
-  fs::path dir = home_.job_dir(job->rec.id);
-  auto cleanup = [&] { fs::remove_all(dir, ec); };
+  TAU_RETURN_IF_ERROR(RecordSubmitEvidence(*job, req, prepared.code_files)
+                          .WithContext("recording the job's evidence")
+                          .WithContext("preparing the job's folder"));
   {
-    std::ifstream in(blob, std::ios::binary);
-    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    Status st = evidence::UnpackSnapshot(data, home_.code_dir(job->rec.id));
-    for (const fs::path& d : {home_.checkpoint_dir(job->rec.id), home_.output_dir(job->rec.id)}) {
-      if (st.ok() && !fs::create_directories(d, ec) && ec) st = ErrnoError(ec.value(), d.string());
-    }
-    if (st.ok()) st = RecordSubmitEvidence(*job, req).WithContext("recording the job's evidence");
-    if (!st.ok()) {
-      cleanup();
-      return st.WithContext("preparing the job's folder");
-    }
-  }
-  {
-    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
-    Status st = store_->InsertJob(job->rec);
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = store_->InsertJob(job->rec);
     if (st.ok() && !req.request_id.empty()) {
       st = store_->InsertSubmitRequest({req.request_id, job->rec.id, job->rec.spec_sha256, job->rec.created_at});
     }
     if (st.ok()) st = AppendEvent(*job, "Submitted", "", fmt::format("queued in {}/{}", job->rec.workspace, job->rec.queue));
-    if (st.ok()) st = txn.Commit();
-    if (!st.ok()) {
-      cleanup();
-      return st.WithContext("saving the job");
-    }
+    if (st.ok()) st = txn->Commit();
+    if (!st.ok()) return st.WithContext("saving the job");
   }
   ++next_seq_;
   Count("taugrid_job_submissions_total", {{"workspace", job->rec.workspace}, {"queue", job->rec.queue}});

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "common/tau_home.h"
+#include "evidence/file_list.h"
 #include "exec/cgroup.h"
 #include "exec/shim_launcher.h"
 #include "gpu/gpu_health.h"
@@ -43,6 +44,15 @@ struct SubmitRequest {
   // id was seen before creates nothing and returns the job the first one
   // created, so a client may send it again after a lost connection.
   std::string request_id;
+};
+
+// A job's folder made ready off the control loop (JobManager::PrepareSubmit):
+// its spec decoded and its code snapshot unpacked, with the digests of the
+// unpacked files for its evidence.
+struct PreparedJob {
+  std::string id;
+  spec::JobSpec spec;
+  std::vector<evidence::FileDigest> code_files;
 };
 
 struct JobManagerOptions {
@@ -100,6 +110,9 @@ struct JobManagerOptions {
   // The `ray` program for local rayjobs (taugridd --ray, TAU_RAY); "": the
   // first `ray` on the PATH of base_env.
   std::string ray_program;
+  // Called on the thread that unpacked a job's snapshot, right after (a
+  // test hook); unset: nothing.
+  std::function<void()> on_snapshot_unpacked;
 };
 
 // Defines the taugrid_* and DCGM_* metric families (docs/observability.md).
@@ -137,7 +150,19 @@ class JobManager {
   // real exit status, attempts that never started are queued again.
   Status Recover();
 
+  // Prepares the job's folder (PrepareSubmit), then submits it: for tests
+  // and callers already on the loop. The API prepares off the loop (see
+  // SubmitOffLoop) and calls the two-argument Submit on it.
   Result<std::shared_ptr<const JobView>> Submit(const SubmitRequest& request);
+  // Checks `request` against the state (quotas, depends_on, ...), records
+  // its evidence and commits the job whose folder `prepared` holds; on an
+  // error the folder is removed.
+  Result<std::shared_ptr<const JobView>> Submit(const SubmitRequest& request, const PreparedJob& prepared);
+  // The slow part of a submit, safe on any thread (it reads no state of the
+  // loop): decodes the spec and unpacks the snapshot into a new job folder.
+  Result<PreparedJob> PrepareSubmit(const SubmitRequest& request) const;
+  // Removes the folder of a prepared job that was not submitted.
+  void DiscardPrepared(const PreparedJob& prepared) const;
   // Queued jobs end at once; running ones get SIGTERM, then SIGKILL after
   // their grace period, and end Cancelled when their process is gone.
   Result<std::shared_ptr<const JobView>> Cancel(const std::string& id_or_name);
@@ -184,6 +209,9 @@ class JobManager {
                                                    const std::vector<std::string>& overrides,
                                                    const std::string& submit_command,
                                                    const std::string& request_id = "");
+  // The submit request Reproduce makes, to be prepared off the loop.
+  Result<SubmitRequest> ReproduceRequest(const std::string& id_or_name, const std::vector<std::string>& overrides,
+                                         const std::string& submit_command, const std::string& request_id = "");
 
   // The job's evidence capsule (docs/evidence.md) as JSON text: the sealed
   // one once the job has ended, else assembled now (log sizes without
@@ -271,6 +299,8 @@ class JobManager {
   static sched::Resources RequestOf(const spec::JobSpec& spec);
 
   Result<Job*> Find(const std::string& id_or_name);
+  // Submit's checks and commit; the caller removes the folder on an error.
+  Result<std::shared_ptr<const JobView>> SubmitPrepared(const SubmitRequest& request, const PreparedJob& prepared);
   // The job as the admission engine sees it; NotFound when its priority
   // class does not exist.
   Result<sched::Workload> ToWorkload(const Job& job) const;
@@ -334,7 +364,8 @@ class JobManager {
   void ApplyCheckpointIndex(const std::string& id, std::string index_json, std::vector<std::string> deleted);
   // Evidence (job_manager_evidence.cc). Writes the submit part for a job
   // being submitted (its code is unpacked) and sets rec.evidence_submit.
-  Status RecordSubmitEvidence(Job& job, const SubmitRequest& request);
+  Status RecordSubmitEvidence(Job& job, const SubmitRequest& request,
+                              const std::vector<evidence::FileDigest>& code_files);
   // Seals the capsule of an ended job: assembled (log digests, pip freeze)
   // off the loop, stored as a blob, its digest set in rec.evidence.
   void SealEvidence(Job& job);
