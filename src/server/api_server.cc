@@ -253,6 +253,13 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
+// {"condition": "Ok" | "DiskFull", "message": ...}: whether the database
+// commits changes.
+json StoreJson(const StateView& view) {
+  if (view.store_condition.empty()) return {{"condition", "Ok"}};
+  return {{"condition", view.store_condition}, {"message", view.store_message}};
+}
+
 }  // namespace
 
 class ApiServer::Impl {
@@ -466,12 +473,14 @@ class ApiServer::Impl {
     });
 
     server_.Get("/api/v1/info", [this](const httplib::Request&, httplib::Response& res) {
+      auto view = publisher_->Current();
       SendJson(res, {{"version", kVersion},
                      {"pid", ::getpid()},
                      {"capacity",
                       {{"cpus", Quantity::FromMilli(options_.capacity.cpus_milli).ToString()},
                        {"memory", Quantity::FromUnits(options_.capacity.memory_bytes, Quantity::Format::kBinary).ToString()},
-                       {"gpus", options_.capacity.gpus}}}});
+                       {"gpus", options_.capacity.gpus}}},
+                     {"store", StoreJson(*view)}});
     });
 
     // Code snapshots are uploaded before the job that uses them.
@@ -594,7 +603,10 @@ class ApiServer::Impl {
     server_.Get(R"(/api/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
       auto job = publisher_->Current()->Resolve(req.matches[1]);
       if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
-      SendJson(res, JobToJson(*job));
+      json reply = JobToJson(*job);
+      // The daemon's own trouble, so that `tau status` shows it.
+      if (auto view = publisher_->Current(); !view->store_condition.empty()) reply["store"] = StoreJson(*view);
+      SendJson(res, reply);
     });
 
     server_.Post(R"(/api/v1/jobs/([^/]+)/resume)", [this](const httplib::Request& req, httplib::Response& res) {

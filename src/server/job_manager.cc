@@ -68,6 +68,7 @@ JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runn
       gpu_busy_(static_cast<size_t>(options_.capacity.gpus), false),
       cpu_load_(options_.cpu_ids.size(), 0) {
   engine_.Configure(options_.kueue);
+  store_->db()->AddWriteObserver([this](const Status& st) { OnStoreWrite(st); });
   gpu_slots_.reserve(gpu_busy_.size());
   last_xid_.assign(gpu_busy_.size(), 0);
   for (size_t g = 0; g < gpu_busy_.size(); ++g) {
@@ -119,6 +120,32 @@ Status JobManager::SaveAttempt(Job& job, const AttemptRecord& attempt) {
 void JobManager::LogStoreFailure(const Job& job, const Status& st) {
   log::Error("jobs", "could not commit a change to the database",
              {{"job", job.rec.id}, {"error", st.ToString()}});
+}
+
+void JobManager::OnStoreWrite(const Status& st) {
+  if (!st.ok() && st.code() == StatusCode::kResourceExhausted) {
+    store_message_ = st.message();
+    if (!disk_full_) {
+      disk_full_ = true;
+      log::Error("store",
+                 "DiskFull: the database cannot commit changes because its disk is full; submits and other changes "
+                 "are refused until space is freed, running jobs keep running",
+                 {{"error", st.message()}});
+      PublishSoon();
+    }
+    return;
+  }
+  if (st.ok() && disk_full_) {
+    disk_full_ = false;
+    store_message_.clear();
+    log::Info("store", "the database commits changes again (DiskFull is over)");
+    PublishSoon();
+  }
+}
+
+void JobManager::PublishSoon() {
+  // Not now: the write may be one step of a change still being made.
+  if (options_.defer) options_.defer([this] { Publish(); });
 }
 
 // ---- submit, cancel, remove -------------------------------------------
@@ -292,28 +319,47 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
   if (job->rec.state == JobState::kQueued || job->rec.state == JobState::kRetrying) {
     job->rec.message = job->rec.state == JobState::kQueued ? "cancelled before it started"
                                                            : "cancelled while waiting to retry";
+    const store::JobRecord before = job->rec;
     job->rec.state = JobState::kCancelled;
     job->rec.reason = "Cancelled";
     job->rec.retry_at.reset();
     job->rec.finished_at = NowMs();
-    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
-    TAU_RETURN_IF_ERROR(SaveJob(*job));
-    TAU_RETURN_IF_ERROR(AppendEvent(*job, "Cancelled", "Cancelled", job->rec.message));
-    TAU_RETURN_IF_ERROR(txn.Commit());
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = SaveJob(*job);
+    if (st.ok()) st = AppendEvent(*job, "Cancelled", "Cancelled", job->rec.message);
+    if (st.ok()) st = txn->Commit();
+    if (!st.ok()) {
+      job->rec = before;  // as the database still says
+      job->view.reset();
+      Publish();
+      return Status(st.code(), fmt::format("the cancel of job {} could not be recorded, so it was refused and the job "
+                                           "stays {}: {}",
+                                           job->rec.id, store::JobStateName(job->rec.state), st.message()));
+    }
     engine_.Remove(job->rec.id);
     SealEvidence(*job);
     ScheduleAdmission();  // jobs that depend on it fail now
   } else if (!job->rec.cancel_requested) {
     job->rec.cancel_requested = true;
-    {
-      TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
-      TAU_RETURN_IF_ERROR(SaveJob(*job));
-      TAU_RETURN_IF_ERROR(AppendEvent(
-          *job, "CancelRequested", "Cancelled",
-          fmt::format("SIGTERM sent; SIGKILL after {}", FormatDuration(job->spec.checkpoint.grace_period))));
-      TAU_RETURN_IF_ERROR(txn.Commit());
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = SaveJob(*job);
+    if (st.ok()) {
+      st = AppendEvent(*job, "CancelRequested", "Cancelled",
+                       fmt::format("SIGTERM sent; SIGKILL after {}", FormatDuration(job->spec.checkpoint.grace_period)));
     }
+    if (st.ok()) st = txn->Commit();
+    // The job is stopped even when the request cannot be recorded: a
+    // cancel must work on a full disk. It ends Cancelled in memory; the
+    // database catches up when its end is committed.
     StopRanks(*job);
+    if (!st.ok()) {
+      Publish();
+      return Status(st.code(), fmt::format("the cancel of job {} could not be recorded, so it is refused; SIGTERM was "
+                                           "sent to the job anyway (SIGKILL after {}): {}",
+                                           job->rec.id, FormatDuration(job->spec.checkpoint.grace_period), st.message()));
+    }
   }
   Publish();
   return job->view;
@@ -353,6 +399,10 @@ Result<std::vector<std::string>> JobManager::Prune(std::chrono::milliseconds age
 void JobManager::Publish() {
   auto view = std::make_shared<StateView>();
   view->version = ++version_;
+  if (disk_full_) {
+    view->store_condition = "DiskFull";
+    view->store_message = store_message_;
+  }
   view->last_event_id = last_event_id_;
   view->jobs.reserve(jobs_by_seq_.size());
   for (auto& [seq, job] : jobs_by_seq_) {

@@ -237,6 +237,10 @@ class JobManager {
   // GPUs) in options.metrics; called before each scrape of /metrics.
   void CollectMetrics();
 
+  // How long a change that could not be committed waits before it is
+  // tried again (WakeRetries), so a full disk costs no busy loop.
+  static constexpr std::chrono::milliseconds kStoreRetryDelay{5000};
+
   // Queues the Retrying jobs whose backoff has ended. Runs from the timer
   // JobManagerOptions::after arms; tests call it after moving the clock.
   void WakeRetries();
@@ -414,6 +418,13 @@ class JobManager {
   // Writes the failure of a store commit to the log; the job stays as it
   // was in memory and the daemon keeps running.
   void LogStoreFailure(const Job& job, const Status& st);
+  // Follows every write of the store: a full disk (ResourceExhausted)
+  // enters the DiskFull condition, logged once and published; the next
+  // write that succeeds leaves it.
+  void OnStoreWrite(const Status& st);
+  // Publishes after the current task (JobManagerOptions::defer); without
+  // defer, the next Publish shows the change.
+  void PublishSoon();
 
   TauHome home_;
   store::JobStore* store_;
@@ -428,6 +439,8 @@ class JobManager {
   std::unordered_map<uint64_t, std::pair<Job*, int>> jobs_by_token_;  // token -> job, rank
   bool admission_scheduled_ = false;
   std::optional<int64_t> retry_timer_at_;  // when the armed retry timer fires (ms)
+  bool disk_full_ = false;        // the DiskFull condition (OnStoreWrite)
+  std::string store_message_;     // the failed commit that entered it
   sched::AdmissionEngine engine_;
   std::vector<store::KueueObjectRecord> kueue_objects_;
   // Decodes stored objects into a configuration.

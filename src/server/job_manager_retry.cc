@@ -91,7 +91,7 @@ void JobManager::WakeRetries() {
     if (!st.ok()) {
       LogStoreFailure(job, st);
       job.rec.state = JobState::kRetrying;  // as the database still says
-      job.rec.retry_at = now;
+      job.rec.retry_at = now + kStoreRetryDelay.count();  // tried again later, not at once
       continue;
     }
     queued = true;

@@ -44,6 +44,10 @@ struct StateView {
   int64_t version = 0;
   int64_t last_event_id = 0;
   std::vector<std::shared_ptr<const JobView>> jobs;  // submission order
+  // "DiskFull" while the database cannot commit changes because its disk
+  // is full (changes are refused or kept in memory until it can), else "".
+  std::string store_condition;
+  std::string store_message;  // what the last failed commit said
 
   // The job with this id, else the newest job with this name; nullptr when
   // there is none.
