@@ -68,7 +68,7 @@ JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runn
       gpu_busy_(static_cast<size_t>(options_.capacity.gpus), false),
       cpu_load_(options_.cpu_ids.size(), 0) {
   engine_.Configure(options_.kueue);
-  store_->db()->AddWriteObserver([this](const Status& st) { OnStoreWrite(st); });
+  store_observer_ = store_->db()->AddWriteObserver([this](const Status& st) { OnStoreWrite(st); });
   gpu_slots_.reserve(gpu_busy_.size());
   last_xid_.assign(gpu_busy_.size(), 0);
   for (size_t g = 0; g < gpu_busy_.size(); ++g) {
@@ -77,6 +77,8 @@ JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runn
     if (!options_.gpu_health_monitored) gpu_slots_.back().health.OnSample(gpu::GpuSample{.readable = true});
   }
 }
+
+JobManager::~JobManager() { store_->db()->RemoveWriteObserver(store_observer_); }
 
 int64_t JobManager::NowMs() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(clock_->Now().time_since_epoch()).count();

@@ -144,6 +144,9 @@ class JobManager {
   JobManager(TauHome home, store::JobStore* store, AttemptRunner* runner,
              const sched::AdmissionPolicy* policy, const Clock* clock, JobManagerOptions options,
              StatePublisher* publisher);
+  ~JobManager();
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
 
   // Loads the store and reconciles it with the processes that ran while no
   // daemon watched them: live attempts are re-adopted, ended ones get their
@@ -440,6 +443,7 @@ class JobManager {
   bool admission_scheduled_ = false;
   std::optional<int64_t> retry_timer_at_;  // when the armed retry timer fires (ms)
   bool disk_full_ = false;        // the DiskFull condition (OnStoreWrite)
+  int store_observer_ = 0;        // this manager's write observer on the store
   std::string store_message_;     // the failed commit that entered it
   sched::AdmissionEngine engine_;
   std::vector<store::KueueObjectRecord> kueue_objects_;

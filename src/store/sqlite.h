@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -45,15 +46,23 @@ class Database {
   // to: each COMMIT, each statement that changes rows outside a
   // transaction, and each failed write statement. Lets the owner notice a
   // full disk and when it is writable again.
-  void AddWriteObserver(std::function<void(const Status&)> observer) { write_observers_.push_back(std::move(observer)); }
+  // Returns an id for RemoveWriteObserver.
+  int AddWriteObserver(std::function<void(const Status&)> observer) {
+    write_observers_.emplace_back(++last_observer_id_, std::move(observer));
+    return last_observer_id_;
+  }
+  void RemoveWriteObserver(int id) {
+    std::erase_if(write_observers_, [id](const auto& o) { return o.first == id; });
+  }
   void ObserveWrite(const Status& st) const {
-    for (const auto& observer : write_observers_) observer(st);
+    for (const auto& [id, observer] : write_observers_) observer(st);
   }
 
  private:
   explicit Database(sqlite3* db) : db_(db) {}
   sqlite3* db_;
-  std::vector<std::function<void(const Status&)>> write_observers_;
+  std::vector<std::pair<int, std::function<void(const Status&)>>> write_observers_;
+  int last_observer_id_ = 0;
 };
 
 // A prepared statement. Bind parameters by 1-based index, Step through rows,
