@@ -299,6 +299,10 @@ int RunStatus(const std::string& id, const std::string& output) {
   std::string state = StateText(j);
   if (!j.value("reason", "").empty()) state += fmt::format(" ({}: {})", j.value("reason", ""), j.value("message", ""));
   field("State:", state);
+  if (j.contains("store") && j["store"].value("condition", "Ok") != "Ok") {
+    field("Daemon:", fmt::format("{}: changes cannot be recorded ({})", j["store"].value("condition", ""),
+                                 j["store"].value("message", "")));
+  }
   const json& r = j["resources"];
   field("Resources:", fmt::format("{} worker{}, {} CPU, {} memory, {} GPU{}", r.value("workers", 1),
                                   r.value("workers", 1) == 1 ? "" : "s", r.value("cpus", ""), r.value("memory", ""),
@@ -523,6 +527,10 @@ int RunServerStatus() {
               (*info)["capacity"].value("memory", "").c_str(),
               static_cast<long long>((*info)["capacity"].value("gpus", int64_t{0})),
               summary.empty() ? "none" : summary.c_str());
+  if (info->contains("store") && (*info)["store"].value("condition", "Ok") != "Ok") {
+    std::printf("database: %s: changes cannot be recorded (%s)\n", (*info)["store"].value("condition", "").c_str(),
+                (*info)["store"].value("message", "").c_str());
+  }
   return kExitOk;
 }
 

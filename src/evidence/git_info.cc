@@ -1,5 +1,8 @@
 #include "evidence/git_info.h"
 
+#include <cstdlib>
+#include <system_error>
+
 #include "common/subprocess.h"
 
 namespace tau::evidence {
@@ -14,6 +17,22 @@ std::optional<std::string> Git(const std::filesystem::path& dir, std::vector<std
   return run->out;
 }
 
+// Whether `dir` may be inside a git work tree: it or a folder above it
+// holds a .git entry, or the environment points git elsewhere. Answered
+// without starting git, which costs more than the rest of a submit when
+// there is no repository.
+bool MayBeInGitWorkTree(const std::filesystem::path& dir) {
+  if (std::getenv("GIT_DIR") != nullptr || std::getenv("GIT_WORK_TREE") != nullptr) return true;
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec);
+  if (ec) return true;  // let git decide
+  for (;;) {
+    if (std::filesystem::exists(p / ".git", ec)) return true;
+    if (!p.has_relative_path()) return false;
+    p = p.parent_path();
+  }
+}
+
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
@@ -22,6 +41,7 @@ std::string Trim(std::string s) {
 }  // namespace
 
 std::optional<GitInfo> ReadGitInfo(const std::filesystem::path& dir, size_t max_diff_bytes) {
+  if (!MayBeInGitWorkTree(dir)) return std::nullopt;
   auto inside = Git(dir, {"rev-parse", "--is-inside-work-tree"});
   if (!inside || Trim(*inside) != "true") return std::nullopt;
   GitInfo info;

@@ -34,6 +34,27 @@ class GitInfoTest : public ::testing::Test {
 
 TEST_F(GitInfoTest, OutsideARepositoryThereIsNone) { EXPECT_FALSE(ReadGitInfo(dir_).has_value()); }
 
+TEST_F(GitInfoTest, OutsideARepositoryGitIsNotStarted) {
+  // A `git` first on PATH that leaves a mark when it runs.
+  fs::path bin = dir_ / "bin";
+  fs::create_directories(bin);
+  fs::path mark = dir_ / "git-ran";
+  {
+    std::ofstream git(bin / "git");
+    git << "#!/bin/sh\ntouch '" << mark.string() << "'\nexit 128\n";
+  }
+  fs::permissions(bin / "git", fs::perms::owner_all);
+  fs::path work = dir_ / "work";
+  fs::create_directories(work);
+  const char* old_path = std::getenv("PATH");
+  std::string saved = old_path ? old_path : "";
+  ::setenv("PATH", (bin.string() + ":" + saved).c_str(), 1);
+  std::optional<GitInfo> info = ReadGitInfo(work);
+  ::setenv("PATH", saved.c_str(), 1);
+  EXPECT_FALSE(info.has_value());
+  EXPECT_FALSE(fs::exists(mark)) << "git was started for a folder with no .git above it";
+}
+
 TEST_F(GitInfoTest, CommitBranchDirtyAndTheDiffOfTrackedFiles) {
   Git({"init", "-q", "-b", "main"});
   std::ofstream(dir_ / "train.py") << "lr = 0.1\n";

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -183,7 +184,10 @@ Result<Snapshot> PackSnapshot(const fs::path& root, const SnapshotOptions& optio
   return snap;
 }
 
-Status UnpackSnapshot(std::string_view blob, const fs::path& dest) {
+Status UnpackSnapshot(std::string_view blob, const fs::path& dest) { return UnpackSnapshot(blob, dest, nullptr); }
+
+Status UnpackSnapshot(std::string_view blob, const fs::path& dest, std::vector<FileDigest>* files) {
+  std::map<std::string, FileDigest> digests;  // by path: a later entry replaces an earlier one
   unsigned long long size = ZSTD_getFrameContentSize(blob.data(), blob.size());
   if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
     return InvalidArgumentError("the snapshot is not a zstd frame with a known size");
@@ -245,8 +249,19 @@ Status UnpackSnapshot(std::string_view blob, const fs::path& dest) {
       }
       ::fchmod(fd, static_cast<mode_t>(mode));
       ::close(fd);
+      if (files) {
+        Sha256 hasher;
+        hasher.Update(data);
+        digests[name] = FileDigest{name, static_cast<int64_t>(data.size()), hasher.FinalHex()};
+      }
+    } else if (files) {
+      digests.erase(name);
     }
     if (ec) return ErrnoError(ec.value(), fmt::format("unpack {}", target.string()));
+  }
+  if (files) {
+    files->clear();
+    for (auto& [path, f] : digests) files->push_back(std::move(f));
   }
   return Status::Ok();
 }

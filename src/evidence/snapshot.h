@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "evidence/file_list.h"
 
 namespace tau::evidence {
 
@@ -43,6 +44,9 @@ Result<Snapshot> PackSnapshot(const std::filesystem::path& root, const SnapshotO
 // outside `dest` (absolute paths, "..", writing through a symlink) are
 // refused.
 Status UnpackSnapshot(std::string_view blob, const std::filesystem::path& dest);
+// The same, also giving the path, size and SHA-256 of every regular file it
+// wrote, sorted by path (what ListFileDigests(dest) would then list).
+Status UnpackSnapshot(std::string_view blob, const std::filesystem::path& dest, std::vector<FileDigest>* files);
 
 // "sha256:<hex>" of `data`.
 std::string BlobDigest(std::string_view data);

@@ -58,6 +58,29 @@ TEST_F(SnapshotTest, RoundTripsFilesModesLongNamesAndSymlinks) {
   fs::remove_all(out);
 }
 
+TEST_F(SnapshotTest, UnpackingGivesTheDigestsOfTheFilesItWrote) {
+  Write("train.py", "print('hi')\n");
+  Write("src/util.py", "x = 1\n");
+  Write("src/" + std::string(120, 'n') + ".py", "long\n");
+  fs::create_symlink("train.py", root_ / "link.py");
+  auto snap = PackSnapshot(root_, {});
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  fs::path out = root_.string() + "-out";
+  fs::remove_all(out);
+  std::vector<FileDigest> files;
+  ASSERT_TRUE(UnpackSnapshot(snap->blob, out, &files).ok());
+  auto listed = ListFileDigests(out);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(files.size(), 3u);
+  ASSERT_EQ(files.size(), listed->size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    EXPECT_EQ(files[i].path, (*listed)[i].path);
+    EXPECT_EQ(files[i].size, (*listed)[i].size);
+    EXPECT_EQ(files[i].sha256, (*listed)[i].sha256);
+  }
+  fs::remove_all(out);
+}
+
 TEST_F(SnapshotTest, SameTreeSameDigest) {
   Write("a.py", "a");
   Write("src/b.py", "b");

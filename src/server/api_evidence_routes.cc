@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 #include "server/job_json.h"
+#include "server/submit_off_loop.h"
 
 namespace tau::server {
 namespace fs = std::filesystem;
@@ -147,7 +148,9 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     if (body.contains("request_id")) {
       if (Status st = CheckRequestId(request_id); !st.ok()) return SendError(res, st);
     }
-    auto job = ctx.loop->Call([&] { return ctx.jobs->Reproduce(id, overrides, command, request_id); });
+    auto request = ctx.loop->Call([&] { return ctx.jobs->ReproduceRequest(id, overrides, command, request_id); });
+    if (!request.ok()) return SendError(res, request.error());
+    auto job = SubmitOffLoop(*ctx.loop, *ctx.jobs, *request);
     if (!job.ok()) return SendError(res, job.error());
     SendJson(res, JobToJson(**job), 201);
   });

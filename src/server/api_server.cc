@@ -30,6 +30,7 @@
 #include "server/elastic_pool.h"
 #include "server/job_history.h"
 #include "server/job_json.h"
+#include "server/submit_off_loop.h"
 #include "store/job_store.h"
 
 namespace tau::server {
@@ -251,6 +252,13 @@ std::string RouteOf(const std::string& path) {
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// {"condition": "Ok" | "DiskFull", "message": ...}: whether the database
+// commits changes.
+json StoreJson(const StateView& view) {
+  if (view.store_condition.empty()) return {{"condition", "Ok"}};
+  return {{"condition", view.store_condition}, {"message", view.store_message}};
 }
 
 }  // namespace
@@ -480,7 +488,8 @@ class ApiServer::Impl {
                      {"capacity",
                       {{"cpus", Quantity::FromMilli(options_.capacity.cpus_milli).ToString()},
                        {"memory", Quantity::FromUnits(options_.capacity.memory_bytes, Quantity::Format::kBinary).ToString()},
-                       {"gpus", options_.capacity.gpus}}}});
+                       {"gpus", options_.capacity.gpus}}},
+                     {"store", StoreJson(*view)}});
     });
 
     // Code snapshots are uploaded before the job that uses them.
@@ -557,7 +566,7 @@ class ApiServer::Impl {
             "machine's own environment",
             image.is_string() ? image.get<std::string>() : DumpJson(image)));
       }
-      auto result = loop_->Call([&] { return jobs_->Submit(submit); });
+      auto result = SubmitOffLoop(*loop_, *jobs_, submit);
       if (!result.ok()) return SendError(res, result.error());
       json reply = JobToJson(**result);
       if (!warnings.empty()) reply["warnings"] = std::move(warnings);
@@ -569,7 +578,10 @@ class ApiServer::Impl {
     server_.Get(R"(/api/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
       auto job = publisher_->Current()->Resolve(req.matches[1]);
       if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
-      SendJson(res, JobToJson(*job));
+      json reply = JobToJson(*job);
+      // The daemon's own trouble, so that `tau status` shows it.
+      if (auto view = publisher_->Current(); !view->store_condition.empty()) reply["store"] = StoreJson(*view);
+      SendJson(res, reply);
     });
 
     server_.Post(R"(/api/v1/jobs/([^/]+)/resume)", [this](const httplib::Request& req, httplib::Response& res) {

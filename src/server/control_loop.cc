@@ -1,28 +1,55 @@
 #include "server/control_loop.h"
 
+#include <fmt/format.h>
+
+#include <optional>
+
 #include "common/log.h"
 
 namespace tau::server {
 
-ControlLoop::ControlLoop() : thread_([this] { Run(); }) {}
-
-ControlLoop::~ControlLoop() { Stop(); }
-
 namespace {
 
-// The task, run under the trace of whoever posted it.
-std::function<void()> Traced(std::function<void()> task) {
-  if (log::CurrentTrace().empty()) return task;
+thread_local bool on_loop_thread = false;
+
+// The task, run under the trace of whoever posted it; an exception it
+// throws is logged under that trace and goes no further.
+std::function<void()> Guarded(std::function<void()> task) {
   return [trace = log::CurrentTrace(), task = std::move(task)] {
-    log::TraceScope scope(trace);
-    task();
+    std::optional<log::TraceScope> scope;
+    if (!trace.empty()) scope.emplace(trace);
+    try {
+      task();
+    } catch (...) {
+      ControlLoop::LogTaskException(std::current_exception());
+    }
   };
 }
 
 }  // namespace
 
+ControlLoop::ControlLoop() : thread_([this] { Run(); }) {}
+
+ControlLoop::~ControlLoop() { Stop(); }
+
+bool ControlLoop::OnLoopThread() { return on_loop_thread; }
+
+std::string ControlLoop::LogTaskException(std::exception_ptr error) {
+  std::string what = "an unknown exception";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  std::string message = fmt::format("the request failed on the control loop: {}", what);
+  if (!log::CurrentTrace().empty()) message += fmt::format(" (trace {})", log::CurrentTrace());
+  log::Error("loop", "a control-loop task threw; its request fails, the loop goes on", {{"error", what}});
+  return message;
+}
+
 void ControlLoop::Post(std::function<void()> task) {
-  task = Traced(std::move(task));
+  task = Guarded(std::move(task));
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
@@ -32,7 +59,7 @@ void ControlLoop::Post(std::function<void()> task) {
 }
 
 void ControlLoop::PostAfter(std::chrono::milliseconds delay, std::function<void()> task) {
-  task = Traced(std::move(task));
+  task = Guarded(std::move(task));
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
@@ -51,6 +78,7 @@ void ControlLoop::Stop() {
 }
 
 void ControlLoop::Run() {
+  on_loop_thread = true;
   while (true) {
     std::deque<std::function<void()>> batch;
     {

@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include "common/log.h"
+#include "common/result.h"
 
 namespace tau::server {
 namespace {
@@ -31,6 +36,33 @@ TEST(ControlLoopTest, PendingTimersAreDroppedAtStop) {
     loop.PostAfter(std::chrono::hours(1), [&] { ran = true; });
   }
   EXPECT_FALSE(ran);
+}
+
+TEST(ControlLoopTest, AThrowingCallFailsItsRequestAndTheLoopKeepsServing) {
+  ControlLoop loop;
+  log::TraceScope trace("feedc0de00000001");
+  Status st = loop.Call([]() -> Status { throw std::runtime_error("bad index"); });
+  EXPECT_EQ(st.code(), StatusCode::kInternal);
+  EXPECT_NE(st.message().find("bad index"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("feedc0de00000001"), std::string::npos) << st.message();
+  Result<int> r = loop.Call([]() -> Result<int> { throw std::out_of_range("map::at"); });
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("map::at"), std::string::npos);
+  // A call whose result is no Status gets the exception itself.
+  EXPECT_THROW(loop.Call([]() -> int { throw std::runtime_error("plain"); }), std::runtime_error);
+  // Posted tasks and timers that throw do not stop the loop either.
+  loop.Post([] { throw std::runtime_error("posted"); });
+  loop.PostAfter(std::chrono::milliseconds(0), [] { throw 42; });
+  std::promise<void> timer_ran;
+  loop.PostAfter(std::chrono::milliseconds(1), [&] { timer_ran.set_value(); });
+  timer_ran.get_future().wait();
+  EXPECT_EQ(loop.Call([] { return 7; }), 7);
+}
+
+TEST(ControlLoopTest, TasksKnowTheyRunOnTheLoopThread) {
+  ControlLoop loop;
+  EXPECT_FALSE(ControlLoop::OnLoopThread());
+  EXPECT_TRUE(loop.Call([] { return ControlLoop::OnLoopThread(); }));
 }
 
 }  // namespace

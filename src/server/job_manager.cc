@@ -59,6 +59,7 @@ JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runn
       cpu_load_(options_.cpu_ids.size(), 0) {
   history_ = std::make_shared<JobHistory>(home_.database().string(), home_, options_.max_interruptions);
   engine_.Configure(options_.kueue);
+  store_observer_ = store_->db()->AddWriteObserver([this](const Status& st) { OnStoreWrite(st); });
   gpu_slots_.reserve(gpu_busy_.size());
   last_xid_.assign(gpu_busy_.size(), 0);
   for (size_t g = 0; g < gpu_busy_.size(); ++g) {
@@ -67,6 +68,8 @@ JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runn
     if (!options_.gpu_health_monitored) gpu_slots_.back().health.OnSample(gpu::GpuSample{.readable = true});
   }
 }
+
+JobManager::~JobManager() { store_->db()->RemoveWriteObserver(store_observer_); }
 
 int64_t JobManager::NowMs() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(clock_->Now().time_since_epoch()).count();
@@ -148,10 +151,81 @@ void JobManager::LogStoreFailure(const Job& job, const Status& st) {
              {{"job", job.rec.id}, {"error", st.ToString()}});
 }
 
+void JobManager::OnStoreWrite(const Status& st) {
+  if (!st.ok() && st.code() == StatusCode::kResourceExhausted) {
+    store_message_ = st.message();
+    if (!disk_full_) {
+      disk_full_ = true;
+      log::Error("store",
+                 "DiskFull: the database cannot commit changes because its disk is full; submits and other changes "
+                 "are refused until space is freed, running jobs keep running",
+                 {{"error", st.message()}});
+      PublishSoon();
+    }
+    return;
+  }
+  if (st.ok() && disk_full_) {
+    disk_full_ = false;
+    store_message_.clear();
+    log::Info("store", "the database commits changes again (DiskFull is over)");
+    PublishSoon();
+  }
+}
+
+void JobManager::PublishSoon() {
+  // Not now: the write may be one step of a change still being made.
+  if (options_.defer) options_.defer([this] { Publish(); });
+}
+
 // ---- submit, cancel, remove -------------------------------------------
 
+Result<PreparedJob> JobManager::PrepareSubmit(const SubmitRequest& req) const {
+  PreparedJob prepared;
+  TAU_ASSIGN_OR_RETURN(prepared.spec, DecodeSpec(req.spec_json));
+  std::error_code ec;
+  fs::path blob = home_.blob(req.snapshot_digest);
+  if (!fs::exists(blob, ec)) {
+    return FailedPreconditionError(fmt::format("snapshot {} has not been uploaded", req.snapshot_digest));
+  }
+  // Unique among the folders; Submit checks it against the jobs too.
+  do {
+    prepared.id = NewJobId();
+  } while (fs::exists(home_.job_dir(prepared.id), ec));
+  // Files first: a failure here (disk full) leaves the database untouched.
+  std::ifstream in(blob, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Status st = evidence::UnpackSnapshot(data, home_.code_dir(prepared.id), &prepared.code_files);
+  if (options_.on_snapshot_unpacked) options_.on_snapshot_unpacked();
+  for (const fs::path& d : {home_.checkpoint_dir(prepared.id), home_.output_dir(prepared.id)}) {
+    if (st.ok() && !fs::create_directories(d, ec) && ec) st = ErrnoError(ec.value(), d.string());
+  }
+  if (!st.ok()) {
+    DiscardPrepared(prepared);
+    return st.WithContext("preparing the job's folder");
+  }
+  return prepared;
+}
+
+void JobManager::DiscardPrepared(const PreparedJob& prepared) const {
+  if (prepared.id.empty()) return;
+  std::error_code ec;
+  fs::remove_all(home_.job_dir(prepared.id), ec);
+}
+
 Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& req) {
-  TAU_ASSIGN_OR_RETURN(spec::JobSpec spec, DecodeSpec(req.spec_json));
+  TAU_ASSIGN_OR_RETURN(PreparedJob prepared, PrepareSubmit(req));
+  return Submit(req, prepared);
+}
+
+Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& req, const PreparedJob& prepared) {
+  auto result = SubmitPrepared(req, prepared);
+  // Refused, or a repeated request_id answered with the job it made first.
+  if (!result.ok() || (*result)->job.id != prepared.id) DiscardPrepared(prepared);
+  return result;
+}
+
+Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRequest& req, const PreparedJob& prepared) {
+  spec::JobSpec spec = prepared.spec;
   if (!req.request_id.empty()) {
     TAU_RETURN_IF_ERROR(CheckRequestId(req.request_id));
     TAU_ASSIGN_OR_RETURN(auto seen, store_->FindSubmitRequest(req.request_id));
@@ -170,6 +244,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
       return (*job)->view;
     }
   }
+  if (jobs_by_id_.count(prepared.id)) return AbortedError(fmt::format("job id {} is taken; submit again", prepared.id));
   if (spec.run.workload_kind == spec::WorkloadKind::kRayJob) {
     TAU_RETURN_IF_ERROR(RayPython().status());
   }
@@ -211,16 +286,8 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
     reproduces = (*original)->rec.id;
   }
 
-  std::error_code ec;
-  fs::path blob = home_.blob(req.snapshot_digest);
-  if (!fs::exists(blob, ec)) {
-    return FailedPreconditionError(fmt::format("snapshot {} has not been uploaded", req.snapshot_digest));
-  }
-
   auto job = std::make_unique<Job>();
-  do {
-    job->rec.id = NewJobId();
-  } while (jobs_by_id_.count(job->rec.id));
+  job->rec.id = prepared.id;
   job->rec.seq = next_seq_;
   job->rec.name = spec.name;
   job->rec.workspace = spec.workspace;
@@ -248,34 +315,19 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   job->spec = std::move(spec);
   job->request = request;
 
-  // Files first: a failure here (disk full) leaves the database untouched.
-  fs::path dir = home_.job_dir(job->rec.id);
-  auto cleanup = [&] { fs::remove_all(dir, ec); };
+  TAU_RETURN_IF_ERROR(RecordSubmitEvidence(*job, req, prepared.code_files)
+                          .WithContext("recording the job's evidence")
+                          .WithContext("preparing the job's folder"));
   {
-    std::ifstream in(blob, std::ios::binary);
-    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    Status st = evidence::UnpackSnapshot(data, home_.code_dir(job->rec.id));
-    for (const fs::path& d : {home_.checkpoint_dir(job->rec.id), home_.output_dir(job->rec.id)}) {
-      if (st.ok() && !fs::create_directories(d, ec) && ec) st = ErrnoError(ec.value(), d.string());
-    }
-    if (st.ok()) st = RecordSubmitEvidence(*job, req).WithContext("recording the job's evidence");
-    if (!st.ok()) {
-      cleanup();
-      return st.WithContext("preparing the job's folder");
-    }
-  }
-  {
-    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
-    Status st = store_->InsertJob(job->rec);
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = store_->InsertJob(job->rec);
     if (st.ok() && !req.request_id.empty()) {
       st = store_->InsertSubmitRequest({req.request_id, job->rec.id, job->rec.spec_sha256, job->rec.created_at});
     }
     if (st.ok()) st = AppendEvent(*job, "Submitted", "", fmt::format("queued in {}/{}", job->rec.workspace, job->rec.queue));
-    if (st.ok()) st = txn.Commit();
-    if (!st.ok()) {
-      cleanup();
-      return st.WithContext("saving the job");
-    }
+    if (st.ok()) st = txn->Commit();
+    if (!st.ok()) return st.WithContext("saving the job");
   }
   ++next_seq_;
   Count("taugrid_job_submissions_total", {{"workspace", job->rec.workspace}, {"queue", job->rec.queue}});
@@ -296,28 +348,47 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
   if (job->rec.state == JobState::kQueued || job->rec.state == JobState::kRetrying) {
     job->rec.message = job->rec.state == JobState::kQueued ? "cancelled before it started"
                                                            : "cancelled while waiting to retry";
+    const store::JobRecord before = job->rec;
     job->rec.state = JobState::kCancelled;
     job->rec.reason = "Cancelled";
     job->rec.retry_at.reset();
     job->rec.finished_at = NowMs();
-    TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
-    TAU_RETURN_IF_ERROR(SaveJob(*job));
-    TAU_RETURN_IF_ERROR(AppendEvent(*job, "Cancelled", "Cancelled", job->rec.message));
-    TAU_RETURN_IF_ERROR(txn.Commit());
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = SaveJob(*job);
+    if (st.ok()) st = AppendEvent(*job, "Cancelled", "Cancelled", job->rec.message);
+    if (st.ok()) st = txn->Commit();
+    if (!st.ok()) {
+      job->rec = before;  // as the database still says
+      job->view.reset();
+      Publish();
+      return Status(st.code(), fmt::format("the cancel of job {} could not be recorded, so it was refused and the job "
+                                           "stays {}: {}",
+                                           job->rec.id, store::JobStateName(job->rec.state), st.message()));
+    }
     engine_.Remove(job->rec.id);
     SealEvidence(*job);
     ScheduleAdmission();  // jobs that depend on it fail now
   } else if (!job->rec.cancel_requested) {
     job->rec.cancel_requested = true;
-    {
-      TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
-      TAU_RETURN_IF_ERROR(SaveJob(*job));
-      TAU_RETURN_IF_ERROR(AppendEvent(
-          *job, "CancelRequested", "Cancelled",
-          fmt::format("SIGTERM sent; SIGKILL after {}", FormatDuration(job->spec.checkpoint.grace_period))));
-      TAU_RETURN_IF_ERROR(txn.Commit());
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = SaveJob(*job);
+    if (st.ok()) {
+      st = AppendEvent(*job, "CancelRequested", "Cancelled",
+                       fmt::format("SIGTERM sent; SIGKILL after {}", FormatDuration(job->spec.checkpoint.grace_period)));
     }
+    if (st.ok()) st = txn->Commit();
+    // The job is stopped even when the request cannot be recorded: a
+    // cancel must work on a full disk. It ends Cancelled in memory; the
+    // database catches up when its end is committed.
     StopRanks(*job);
+    if (!st.ok()) {
+      Publish();
+      return Status(st.code(), fmt::format("the cancel of job {} could not be recorded, so it is refused; SIGTERM was "
+                                           "sent to the job anyway (SIGKILL after {}): {}",
+                                           job->rec.id, FormatDuration(job->spec.checkpoint.grace_period), st.message()));
+    }
   }
   Publish();
   return job->view;
@@ -328,6 +399,10 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
 void JobManager::Publish() {
   auto view = std::make_shared<StateView>();
   view->version = ++version_;
+  if (disk_full_) {
+    view->store_condition = "DiskFull";
+    view->store_message = store_message_;
+  }
   view->last_event_id = last_event_id_;
   view->history = history_;
   view->jobs.reserve(jobs_by_seq_.size());

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "common/tau_home.h"
+#include "evidence/file_list.h"
 #include "exec/cgroup.h"
 #include "exec/shim_launcher.h"
 #include "gpu/gpu_health.h"
@@ -44,6 +45,15 @@ struct SubmitRequest {
   // id was seen before creates nothing and returns the job the first one
   // created, so a client may send it again after a lost connection.
   std::string request_id;
+};
+
+// A job's folder made ready off the control loop (JobManager::PrepareSubmit):
+// its spec decoded and its code snapshot unpacked, with the digests of the
+// unpacked files for its evidence.
+struct PreparedJob {
+  std::string id;
+  spec::JobSpec spec;
+  std::vector<evidence::FileDigest> code_files;
 };
 
 struct JobManagerOptions {
@@ -104,6 +114,9 @@ struct JobManagerOptions {
   // history.keep: how many ended jobs are kept (the most recently ended);
   // older ones are removed with their files as others end. nullopt: all.
   std::optional<int64_t> history_keep = 10000;
+  // Called on the thread that unpacked a job's snapshot, right after (a
+  // test hook); unset: nothing.
+  std::function<void()> on_snapshot_unpacked;
 };
 
 // Defines the taugrid_* and DCGM_* metric families (docs/observability.md).
@@ -135,13 +148,28 @@ class JobManager {
   JobManager(TauHome home, store::JobStore* store, AttemptRunner* runner,
              const sched::AdmissionPolicy* policy, const Clock* clock, JobManagerOptions options,
              StatePublisher* publisher);
+  ~JobManager();
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
 
   // Loads the store and reconciles it with the processes that ran while no
   // daemon watched them: live attempts are re-adopted, ended ones get their
   // real exit status, attempts that never started are queued again.
   Status Recover();
 
+  // Prepares the job's folder (PrepareSubmit), then submits it: for tests
+  // and callers already on the loop. The API prepares off the loop (see
+  // SubmitOffLoop) and calls the two-argument Submit on it.
   Result<std::shared_ptr<const JobView>> Submit(const SubmitRequest& request);
+  // Checks `request` against the state (quotas, depends_on, ...), records
+  // its evidence and commits the job whose folder `prepared` holds; on an
+  // error the folder is removed.
+  Result<std::shared_ptr<const JobView>> Submit(const SubmitRequest& request, const PreparedJob& prepared);
+  // The slow part of a submit, safe on any thread (it reads no state of the
+  // loop): decodes the spec and unpacks the snapshot into a new job folder.
+  Result<PreparedJob> PrepareSubmit(const SubmitRequest& request) const;
+  // Removes the folder of a prepared job that was not submitted.
+  void DiscardPrepared(const PreparedJob& prepared) const;
   // Queued jobs end at once; running ones get SIGTERM, then SIGKILL after
   // their grace period, and end Cancelled when their process is gone.
   Result<std::shared_ptr<const JobView>> Cancel(const std::string& id_or_name);
@@ -198,6 +226,9 @@ class JobManager {
                                                    const std::vector<std::string>& overrides,
                                                    const std::string& submit_command,
                                                    const std::string& request_id = "");
+  // The submit request Reproduce makes, to be prepared off the loop.
+  Result<SubmitRequest> ReproduceRequest(const std::string& id_or_name, const std::vector<std::string>& overrides,
+                                         const std::string& submit_command, const std::string& request_id = "");
 
   // The job's evidence capsule (docs/evidence.md) as JSON text: the sealed
   // one once the job has ended, else assembled now (log sizes without
@@ -222,6 +253,10 @@ class JobManager {
   // Sets the gauges that are read from state (jobs by state, queues, quota,
   // GPUs) in options.metrics; called before each scrape of /metrics.
   void CollectMetrics();
+
+  // How long a change that could not be committed waits before it is
+  // tried again (WakeRetries), so a full disk costs no busy loop.
+  static constexpr std::chrono::milliseconds kStoreRetryDelay{5000};
 
   // Queues the Retrying jobs whose backoff has ended. Runs from the timer
   // JobManagerOptions::after arms; tests call it after moving the clock.
@@ -301,6 +336,8 @@ class JobManager {
                                               std::optional<int64_t> keep);
   // Deletes job folders without a job in the database (Recover).
   void RemoveOrphanFiles();
+  // Submit's checks and commit; the caller removes the folder on an error.
+  Result<std::shared_ptr<const JobView>> SubmitPrepared(const SubmitRequest& request, const PreparedJob& prepared);
   // The job as the admission engine sees it; NotFound when its priority
   // class does not exist.
   Result<sched::Workload> ToWorkload(const Job& job) const;
@@ -364,7 +401,8 @@ class JobManager {
   void ApplyCheckpointIndex(const std::string& id, std::string index_json, std::vector<std::string> deleted);
   // Evidence (job_manager_evidence.cc). Writes the submit part for a job
   // being submitted (its code is unpacked) and sets rec.evidence_submit.
-  Status RecordSubmitEvidence(Job& job, const SubmitRequest& request);
+  Status RecordSubmitEvidence(Job& job, const SubmitRequest& request,
+                              const std::vector<evidence::FileDigest>& code_files);
   // Seals the capsule of an ended job: assembled (log digests, pip freeze)
   // off the loop, stored as a blob, its digest set in rec.evidence.
   void SealEvidence(Job& job);
@@ -413,6 +451,13 @@ class JobManager {
   // Writes the failure of a store commit to the log; the job stays as it
   // was in memory and the daemon keeps running.
   void LogStoreFailure(const Job& job, const Status& st);
+  // Follows every write of the store: a full disk (ResourceExhausted)
+  // enters the DiskFull condition, logged once and published; the next
+  // write that succeeds leaves it.
+  void OnStoreWrite(const Status& st);
+  // Publishes after the current task (JobManagerOptions::defer); without
+  // defer, the next Publish shows the change.
+  void PublishSoon();
 
   TauHome home_;
   store::JobStore* store_;
@@ -430,6 +475,9 @@ class JobManager {
   // Reads ended jobs for the published views.
   std::shared_ptr<const JobHistory> history_;
   std::optional<int64_t> retry_timer_at_;  // when the armed retry timer fires (ms)
+  bool disk_full_ = false;        // the DiskFull condition (OnStoreWrite)
+  int store_observer_ = 0;        // this manager's write observer on the store
+  std::string store_message_;     // the failed commit that entered it
   sched::AdmissionEngine engine_;
   std::vector<store::KueueObjectRecord> kueue_objects_;
   // Decodes stored objects into a configuration.

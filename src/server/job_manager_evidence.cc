@@ -95,13 +95,14 @@ Result<std::string> JobManager::WriteBlob(const std::string& data) const {
   return digest;
 }
 
-Status JobManager::RecordSubmitEvidence(Job& job, const SubmitRequest& request) {
+Status JobManager::RecordSubmitEvidence(Job& job, const SubmitRequest& request,
+                                        const std::vector<evidence::FileDigest>& code_files) {
   SubmitEvidence in;
   in.job = job.rec;
   in.spec_json = job.rec.spec_json;
   in.project = job.spec.experiment.project;
   in.tags = job.spec.experiment.tags;
-  TAU_ASSIGN_OR_RETURN(in.code_files, evidence::ListFileDigests(home_.code_dir(job.rec.id)));
+  in.code_files = code_files;
   in.client_json = request.client_evidence_json;
   if (in.client_json.empty() && !job.rec.reproduces.empty()) {
     // A reproduction runs the original's code: its git state is the original's.
@@ -123,7 +124,10 @@ Status JobManager::RecordSubmitEvidence(Job& job, const SubmitRequest& request) 
 }
 
 void JobManager::SealEvidence(Job& job) {
-  if (job.sealing_evidence || job.rec.evidence_submit.empty() || !store::IsTerminal(job.rec.state)) return;
+  if (job.sealing_evidence || job.rec.evidence_submit.empty() || !job.rec.evidence.empty() ||
+      !store::IsTerminal(job.rec.state)) {
+    return;  // being sealed, kept no evidence, already sealed, or still going
+  }
   if (job.indexing) return;  // sealed once its final checkpoint index is in (ApplyCheckpointIndex)
   job.sealing_evidence = true;
   auto submit = ReadFile(home_.blob(job.rec.evidence_submit));
@@ -182,10 +186,10 @@ void JobManager::SealEvidence(Job& job) {
   });
 }
 
-Result<std::shared_ptr<const JobView>> JobManager::Reproduce(const std::string& id_or_name,
-                                                             const std::vector<std::string>& overrides,
-                                                             const std::string& submit_command,
-                                                             const std::string& request_id) {
+Result<SubmitRequest> JobManager::ReproduceRequest(const std::string& id_or_name,
+                                                  const std::vector<std::string>& overrides,
+                                                  const std::string& submit_command,
+                                                  const std::string& request_id) {
   TAU_ASSIGN_OR_RETURN(Job * original, Find(id_or_name));
   auto spec_json = nlohmann::json::parse(original->rec.spec_json, nullptr, false);
   if (spec_json.is_discarded()) return InternalError(fmt::format("job {}'s stored spec is not JSON", original->rec.id));
@@ -203,6 +207,14 @@ Result<std::shared_ptr<const JobView>> JobManager::Reproduce(const std::string& 
   request.secret_env = original->secret_env;
   request.reproduces = original->rec.id;
   request.request_id = request_id;
+  return request;
+}
+
+Result<std::shared_ptr<const JobView>> JobManager::Reproduce(const std::string& id_or_name,
+                                                             const std::vector<std::string>& overrides,
+                                                             const std::string& submit_command,
+                                                             const std::string& request_id) {
+  TAU_ASSIGN_OR_RETURN(SubmitRequest request, ReproduceRequest(id_or_name, overrides, submit_command, request_id));
   return Submit(request);
 }
 

@@ -91,7 +91,7 @@ void JobManager::WakeRetries() {
     if (!st.ok()) {
       LogStoreFailure(job, st);
       job.rec.state = JobState::kRetrying;  // as the database still says
-      job.rec.retry_at = now;
+      job.rec.retry_at = now + kStoreRetryDelay.count();  // tried again later, not at once
       continue;
     }
     queued = true;
@@ -206,7 +206,9 @@ void JobManager::ApplyCheckpointIndex(const std::string& id, std::string index_j
   if (it == jobs_by_id_.end()) return;  // removed meanwhile
   Job& job = *it->second;
   job.indexing = false;
-  if (!index_json.empty() && index_json != job.rec.checkpoints) {
+  // "" (never indexed) and an empty index are the same: nothing to store.
+  const bool unchanged = index_json == job.rec.checkpoints || (job.rec.checkpoints.empty() && index_json == "[]");
+  if (!index_json.empty() && !unchanged) {
     std::vector<resume::Checkpoint> before = resume::CheckpointsFromJson(job.rec.checkpoints);
     std::vector<resume::Checkpoint> after = resume::CheckpointsFromJson(index_json);
     job.rec.checkpoints = std::move(index_json);

@@ -2,7 +2,9 @@
 // after a daemon restart, deterministically.
 
 #include "server/job_manager.h"
+#include "server/control_loop.h"
 #include "server/job_manager_test_fixture.h"
+#include "server/submit_off_loop.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -449,6 +451,51 @@ TEST_F(RecoveryTest, AnAttemptThatNeverStartedRunsOnceUnderTheSameNumber) {
   bool requeued = false;
   for (const auto& e : events) requeued = requeued || (e.type == "Requeued" && e.reason == "DaemonRestart");
   EXPECT_TRUE(requeued);
+}
+
+TEST_F(JobManagerTest, EndingAJobWithoutCheckpointsWritesNoCheckpointIndex) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  int writes = 0;
+  store_->db()->AddWriteObserver([&](const Status& st) { writes += st.ok() ? 1 : 0; });
+  exec::ExitStatus ok;
+  ok.exit_code = 0;
+  runner.statuses[StatusPath(id, 1)] = ok;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  ASSERT_EQ(View(id)->job.state, JobState::kSucceeded);
+  // The attempt's end, and the sealed evidence's digest; an empty index
+  // is the same as none.
+  EXPECT_EQ(writes, 2);
+  EXPECT_EQ(View(id)->job.checkpoints, "");
+}
+
+TEST_F(JobManagerTest, TheApiUnpacksASnapshotOffTheControlLoop) {
+  FakeRunner runner;
+  int unpacked = 0;
+  bool unpacked_on_loop = false;
+  tweak_ = [&](JobManagerOptions& o) {
+    o.on_snapshot_unpacked = [&] {
+      ++unpacked;
+      unpacked_on_loop = unpacked_on_loop || ControlLoop::OnLoopThread();
+    };
+  };
+  auto jobs = Manager(&runner);
+  ControlLoop loop;
+  auto job = SubmitOffLoop(loop, *jobs, Request(kJob));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(unpacked, 1);
+  EXPECT_FALSE(unpacked_on_loop);
+  EXPECT_TRUE(fs::exists(home().code_dir((*job)->job.id) / "run.sh"));
+  // A refused submit leaves no folder behind.
+  SubmitRequest bad = Request("name: b\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 64}\n");
+  auto refused = SubmitOffLoop(loop, *jobs, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(unpacked, 2);
+  size_t folders = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(home().root() / "jobs")) ++folders;
+  EXPECT_EQ(folders, 1u);
+  loop.Stop();
 }
 
 }  // namespace

@@ -51,6 +51,10 @@ struct StateView {
   std::unordered_map<std::string, size_t> by_id;     // index into jobs
   // Reads the jobs that are not in `jobs`; nullptr: none are read.
   std::shared_ptr<const JobHistory> history;
+  // "DiskFull" while the database cannot commit changes because its disk
+  // is full (changes are refused or kept in memory until it can), else "".
+  std::string store_condition;
+  std::string store_message;  // what the last failed commit said
 
   // The job with this id, else the newest job with this name, whether the
   // loop holds it or not; nullptr when there is none.

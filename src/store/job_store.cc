@@ -9,8 +9,8 @@
 
 namespace tau::store {
 
-Result<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path) {
-  TAU_ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path));
+Result<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path, const std::string& vfs) {
+  TAU_ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path, vfs));
   std::unique_ptr<JobStore> store(new JobStore(std::move(db)));
   TAU_RETURN_IF_ERROR(store->Migrate());
   return store;

@@ -35,8 +35,9 @@ struct JobCount {
 // one per batch of changes so a change is durable before it is acted on.
 class JobStore {
  public:
-  // Opens the database at `path` and applies pending migrations.
-  static Result<std::unique_ptr<JobStore>> Open(const std::string& path);
+  // Opens the database at `path` and applies pending migrations. `vfs`:
+  // see Database::Open.
+  static Result<std::unique_ptr<JobStore>> Open(const std::string& path, const std::string& vfs = "");
 
   // The schema version after migrations (PRAGMA user_version).
   Result<int> SchemaVersion();

@@ -1,5 +1,6 @@
 #include "store/job_store.h"
 #include "store/migrations.h"
+#include "store/fault_vfs.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -209,6 +210,55 @@ TEST_F(JobStoreTest, NewerSchemaIsRefused) {
   auto again = JobStore::Open(Path());
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace tau::store
+
+namespace tau::store {
+namespace {
+
+TEST_F(JobStoreTest, AFullDiskFailsTheCommitWithResourceExhaustedAndKeepsTheOldState) {
+  auto vfs = FaultVfs::Register("tau-test-faults");
+  ASSERT_TRUE(vfs.ok()) << vfs.status().ToString();
+  auto store = JobStore::Open(Path(), (*vfs)->name());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::vector<Status> seen;
+  (*store)->db()->AddWriteObserver([&](const Status& st) { seen.push_back(st); });
+  {
+    auto txn = (*store)->Begin();
+    ASSERT_TRUE(txn.ok());
+    ASSERT_TRUE((*store)->InsertJob(Job("j_1", 1)).ok());
+    ASSERT_TRUE(txn->Commit().ok());
+  }
+  ASSERT_FALSE(seen.empty());
+  EXPECT_TRUE(seen.back().ok());
+
+  (*vfs)->SetDiskFull(true);
+  {
+    auto txn = (*store)->Begin();
+    ASSERT_TRUE(txn.ok());
+    ASSERT_TRUE((*store)->InsertJob(Job("j_2", 2)).ok());
+    Status st = txn->Commit();
+    EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
+  }
+  EXPECT_EQ(seen.back().code(), StatusCode::kResourceExhausted);
+  // Outside a transaction too.
+  EXPECT_EQ((*store)->UpdateJob(Job("j_1", 1)).code(), StatusCode::kResourceExhausted);
+
+  (*vfs)->SetDiskFull(false);
+  {
+    auto txn = (*store)->Begin();
+    ASSERT_TRUE(txn.ok()) << txn.status().ToString();
+    ASSERT_TRUE((*store)->InsertJob(Job("j_3", 3)).ok());
+    ASSERT_TRUE(txn->Commit().ok());
+  }
+  EXPECT_TRUE(seen.back().ok());
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok());
+  std::vector<std::string> ids;
+  for (const auto& j : *jobs) ids.push_back(j.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"j_1", "j_3"}));
 }
 
 }  // namespace

@@ -24,10 +24,10 @@ Status SqliteError(sqlite3* db, int rc, std::string_view what) {
 
 }  // namespace
 
-Result<std::unique_ptr<Database>> Database::Open(const std::string& path) {
+Result<std::unique_ptr<Database>> Database::Open(const std::string& path, const std::string& vfs) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           vfs.empty() ? nullptr : vfs.c_str());
   if (rc != SQLITE_OK) {
     Status st = SqliteError(db, rc, fmt::format("open {}", path));
     sqlite3_close(db);
@@ -57,19 +57,21 @@ Result<Statement> Database::Prepare(std::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
   if (rc != SQLITE_OK) return SqliteError(db_, rc, fmt::format("prepare \"{}\"", sql));
-  return Statement(db_, stmt);
+  return Statement(this, db_, stmt);
 }
 
 int64_t Database::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 int Database::Changes() const { return sqlite3_changes(db_); }
 
-Statement::Statement(Statement&& o) noexcept : db_(o.db_), stmt_(o.stmt_), bind_error_(o.bind_error_) {
+Statement::Statement(Statement&& o) noexcept
+    : owner_(o.owner_), db_(o.db_), stmt_(o.stmt_), bind_error_(o.bind_error_) {
   o.stmt_ = nullptr;
 }
 
 Statement& Statement::operator=(Statement&& o) noexcept {
   if (this != &o) {
     sqlite3_finalize(stmt_);
+    owner_ = o.owner_;
     db_ = o.db_;
     stmt_ = o.stmt_;
     bind_error_ = o.bind_error_;
@@ -111,8 +113,14 @@ Result<bool> Statement::Step() {
   TAU_RETURN_IF_ERROR(BindStatus());
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  return SqliteError(db_, rc, fmt::format("step \"{}\"", sqlite3_sql(stmt_)));
+  const bool writes = !sqlite3_stmt_readonly(stmt_);
+  if (rc == SQLITE_DONE) {
+    if (writes && sqlite3_get_autocommit(db_)) owner_->ObserveWrite(Status::Ok());
+    return false;
+  }
+  Status st = SqliteError(db_, rc, fmt::format("step \"{}\"", sqlite3_sql(stmt_)));
+  if (writes) owner_->ObserveWrite(st);
+  return st;
 }
 
 Status Statement::Run() {
@@ -154,6 +162,7 @@ Transaction::~Transaction() {
 
 Status Transaction::Commit() {
   Status st = db_->Exec("COMMIT");
+  db_->ObserveWrite(st);
   if (st.ok()) db_ = nullptr;
   return st;
 }

@@ -1,10 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
 
@@ -22,8 +25,9 @@ class Statement;
 class Database {
  public:
   // Opens (creating when absent) the database file at `path`; ":memory:"
-  // opens a private in-memory database.
-  static Result<std::unique_ptr<Database>> Open(const std::string& path);
+  // opens a private in-memory database. `vfs` names a registered SQLite VFS
+  // (e.g. a FaultVfs in tests); "" is the platform's own.
+  static Result<std::unique_ptr<Database>> Open(const std::string& path, const std::string& vfs = "");
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -38,9 +42,27 @@ class Database {
 
   sqlite3* raw() { return db_; }
 
+  // Called with the outcome of every write that reaches the disk or fails
+  // to: each COMMIT, each statement that changes rows outside a
+  // transaction, and each failed write statement. Lets the owner notice a
+  // full disk and when it is writable again.
+  // Returns an id for RemoveWriteObserver.
+  int AddWriteObserver(std::function<void(const Status&)> observer) {
+    write_observers_.emplace_back(++last_observer_id_, std::move(observer));
+    return last_observer_id_;
+  }
+  void RemoveWriteObserver(int id) {
+    std::erase_if(write_observers_, [id](const auto& o) { return o.first == id; });
+  }
+  void ObserveWrite(const Status& st) const {
+    for (const auto& [id, observer] : write_observers_) observer(st);
+  }
+
  private:
   explicit Database(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+  std::vector<std::pair<int, std::function<void(const Status&)>>> write_observers_;
+  int last_observer_id_ = 0;
 };
 
 // A prepared statement. Bind parameters by 1-based index, Step through rows,
@@ -72,9 +94,10 @@ class Statement {
 
  private:
   friend class Database;
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(Database* owner, sqlite3* db, sqlite3_stmt* stmt) : owner_(owner), db_(db), stmt_(stmt) {}
   Status BindStatus() const;
 
+  Database* owner_;
   sqlite3* db_;
   sqlite3_stmt* stmt_;
   int bind_error_ = 0;

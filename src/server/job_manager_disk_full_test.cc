@@ -1,0 +1,110 @@
+// The JobManager on a full disk: the store's writes fail (a FaultVfs) and
+// the manager neither spins, nor loses a job, nor stops cancelling.
+
+#include "server/job_manager_test_fixture.h"
+#include "store/fault_vfs.h"
+
+namespace tau::server {
+namespace {
+
+using store::JobState;
+using ::testing::HasSubstr;
+
+class DiskFullTest : public JobManagerTest {
+ protected:
+  void SetUp() override {
+    JobManagerTest::SetUp();
+    if (HasFatalFailure()) return;
+    auto vfs = store::FaultVfs::Register("tau-jm-disk-full");
+    ASSERT_TRUE(vfs.ok()) << vfs.status().ToString();
+    vfs_ = *vfs;
+    vfs_->SetDiskFull(false);
+    store_.reset();
+    auto reopened = store::JobStore::Open((root_ / "home" / "taugrid.db").string(), vfs_->name());
+    ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+    store_ = std::move(*reopened);
+  }
+  void TearDown() override {
+    vfs_->SetDiskFull(false);
+    JobManagerTest::TearDown();
+  }
+  store::FaultVfs* vfs_ = nullptr;
+};
+
+constexpr char kRetryJob[] =
+    "name: r\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n"
+    "retry:\n  max_restarts: 2\n  on: [\"exit:3\"]\n  backoff: 10s\n";
+
+TEST_F(DiskFullTest, ARequeueThatCannotBeCommittedIsTriedAgainLaterNotAtOnce) {
+  FakeRunner runner;
+  std::vector<std::chrono::milliseconds> armed;
+  std::function<void()> timer;
+  tweak_ = [&](JobManagerOptions& o) {
+    o.after = [&](std::chrono::milliseconds delay, std::function<void()> task) {
+      armed.push_back(delay);
+      timer = std::move(task);
+    };
+  };
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
+  exec::ExitStatus s;
+  s.exit_code = 3;
+  runner.statuses[StatusPath(id, 1)] = s;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  ASSERT_EQ(View(id)->job.state, JobState::kRetrying);
+  ASSERT_EQ(armed.size(), 1u);
+
+  vfs_->SetDiskFull(true);
+  clock_.Advance(std::chrono::seconds(10));
+  armed.clear();
+  timer();  // the backoff is over; the requeue cannot be committed
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  ASSERT_EQ(armed.size(), 1u);
+  EXPECT_EQ(armed[0], JobManager::kStoreRetryDelay) << "a failed commit re-armed the timer at once: a busy loop";
+  EXPECT_EQ(publisher_.Current()->store_condition, "DiskFull");
+  EXPECT_THAT(publisher_.Current()->store_message, HasSubstr("full"));
+
+  vfs_->SetDiskFull(false);
+  clock_.Advance(JobManager::kStoreRetryDelay);
+  timer();
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);  // requeued and started again
+  EXPECT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(publisher_.Current()->store_condition, "");
+}
+
+TEST_F(DiskFullTest, ACancelThatCannotBeCommittedIsRefusedButTheJobIsStillSignalled) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string running = (*jobs->Submit(Request(kJob)))->job.id;
+  ASSERT_EQ(View(running)->job.state, JobState::kRunning);
+  std::string queued = (*jobs->Submit(Request("name: q\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 2}\n")))->job.id;
+  ASSERT_EQ(View(queued)->job.state, JobState::kQueued);
+
+  vfs_->SetDiskFull(true);
+  auto cancelled = jobs->Cancel(running);
+  ASSERT_FALSE(cancelled.ok());
+  EXPECT_EQ(cancelled.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(cancelled.status().message(), HasSubstr("SIGTERM was sent to the job anyway"));
+  EXPECT_THAT(runner.stopped, ::testing::Contains(1000));
+
+  auto queued_cancel = jobs->Cancel(queued);
+  ASSERT_FALSE(queued_cancel.ok());
+  EXPECT_THAT(queued_cancel.status().message(), HasSubstr("refused and the job stays Queued"));
+  EXPECT_EQ(View(queued)->job.state, JobState::kQueued);
+
+  // The signalled job ends Cancelled once its end can be written.
+  vfs_->SetDiskFull(false);
+  exec::ExitStatus s;
+  s.signal = 15;
+  runner.statuses[StatusPath(running, 1)] = s;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  EXPECT_EQ(View(running)->job.state, JobState::kCancelled);
+  auto reloaded = store_->LoadJobs();
+  ASSERT_TRUE(reloaded.ok());
+  for (const auto& j : *reloaded) {
+    if (j.id == running) EXPECT_EQ(j.state, JobState::kCancelled);
+  }
+}
+
+}  // namespace
+}  // namespace tau::server

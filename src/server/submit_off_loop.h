@@ -1,0 +1,17 @@
+#pragma once
+
+#include <memory>
+
+#include "common/result.h"
+#include "server/control_loop.h"
+#include "server/job_manager.h"
+
+namespace tau::server {
+
+// Submits `request` the way the API does: the slow file work (unpacking
+// the snapshot, digesting its files) runs on the calling thread, and only
+// the checks against the state and the commit run on `loop`, so a large
+// snapshot never stalls the control loop. Must not be called on the loop.
+Result<std::shared_ptr<const JobView>> SubmitOffLoop(ControlLoop& loop, JobManager& jobs, const SubmitRequest& request);
+
+}  // namespace tau::server
