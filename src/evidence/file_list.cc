@@ -117,8 +117,21 @@ Result<std::vector<FileDigest>> ListFileDigests(const fs::path& root) {
 bool IsSecretEnvName(std::string_view name) {
   std::string upper(name);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD"}) {
+  if (upper == "PWD" || upper == "OLDPWD") return false;  // the shell's working folders
+  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "COOKIE"}) {
     if (upper.find(word) != std::string::npos) return true;
+  }
+  // Short words count only as a whole part of the name (GH_PAT, DB_PASS,
+  // SENTRY_DSN), so PATH or AUTHOR are not taken for secrets.
+  size_t begin = 0;
+  while (begin <= upper.size()) {
+    size_t end = upper.find_first_of("_-.", begin);
+    if (end == std::string::npos) end = upper.size();
+    std::string_view part = std::string_view(upper).substr(begin, end - begin);
+    for (const char* word : {"PAT", "PASS", "PW", "PWD", "AUTH", "CREDS", "DSN", "APIKEY"}) {
+      if (part == word) return true;
+    }
+    begin = end + 1;
   }
   return false;
 }

@@ -65,10 +65,14 @@ TEST(FileListTest, LinksFifosAndLinkedRootsAreNeitherListedNorFollowed) {
 }
 
 TEST(FileListTest, SecretNamesAreRecognisedInAnyCase) {
-  for (const char* name : {"WANDB_API_KEY", "hf_token", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MyKeyring"}) {
+  for (const char* name : {"WANDB_API_KEY", "hf_token", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MyKeyring", "MY_PASSWD",
+                           "GH_PAT", "CREDENTIALS", "DB_PASS", "SENTRY_DSN", "BASIC_AUTH", "SSH_PRIVATE_KEY_FILE"}) {
     EXPECT_TRUE(IsSecretEnvName(name)) << name;
   }
-  for (const char* name : {"PATH", "HOME", "CUDA_VISIBLE_DEVICES", "LR"}) EXPECT_FALSE(IsSecretEnvName(name)) << name;
+  for (const char* name : {"PATH", "HOME", "CUDA_VISIBLE_DEVICES", "LR", "PWD", "OLDPWD", "GIT_AUTHOR_NAME", "PATCH_SIZE",
+                           "PASSES"}) {
+    EXPECT_FALSE(IsSecretEnvName(name)) << name;
+  }
 }
 
 }  // namespace

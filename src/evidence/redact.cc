@@ -175,4 +175,22 @@ std::string RedactCommandLine(std::string_view command) {
   return RedactUrlCredentials(out);
 }
 
+std::vector<std::string> RedactArgs(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  bool after_secret_flag = false;
+  for (const std::string& arg : args) {
+    size_t start = after_secret_flag ? 0 : SecretValueStart(arg);
+    after_secret_flag = !FlagName(arg).empty() && arg.find('=') == std::string::npos && IsSecretEnvName(FlagName(arg));
+    if (start == std::string::npos) {
+      out.push_back(RedactUrlCredentials(RedactMappingValues(arg)));
+    } else if (start >= arg.size()) {
+      out.push_back(arg);
+    } else {
+      out.push_back(arg.substr(0, start) + std::string(kRedacted));
+    }
+  }
+  return out;
+}
+
 }  // namespace tau::evidence

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tau::evidence {
 
@@ -29,5 +30,10 @@ std::string RedactEnvValue(std::string_view name, std::string_view value);
 // flow mapping (`--set 'runtime.env={HF_TOKEN: X}'`), and URL passwords
 // anywhere become <redacted>, exactly as the environment shows them.
 std::string RedactCommandLine(std::string_view command);
+
+// Program arguments (run.args) as recorded, by the same rules as the words
+// of RedactCommandLine: `--token=X` and the word after `--token` become
+// <redacted>, and so do URL passwords.
+std::vector<std::string> RedactArgs(const std::vector<std::string>& args);
 
 }  // namespace tau::evidence

@@ -62,5 +62,14 @@ TEST(RedactTest, RedactingTwiceChangesNothing) {
   }
 }
 
+TEST(RedactTest, ProgramArgumentsLikeCommandWords) {
+  std::vector<std::string> args = {"--lr", "0.1", "--token=abc", "--api-key", "k123", "--db", "postgres://u:pw@h/db",
+                                   "GH_PAT=xyz", "--my-passwd=p"};
+  std::vector<std::string> want = {"--lr", "0.1", "--token=<redacted>", "--api-key", "<redacted>", "--db",
+                                   "postgres://u:<redacted>@h/db", "GH_PAT=<redacted>", "--my-passwd=<redacted>"};
+  EXPECT_EQ(RedactArgs(args), want);
+  EXPECT_EQ(RedactArgs(want), want);
+}
+
 }  // namespace
 }  // namespace tau::evidence

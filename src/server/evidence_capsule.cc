@@ -35,6 +35,11 @@ void RedactUrls(json& j) {
 // shows them (evidence::RedactEnvValue), URL passwords anywhere redacted.
 json RedactedSpec(json spec) {
   RedactUrls(spec);
+  if (spec.contains("run") && spec["run"].is_object() && spec["run"].contains("args") && spec["run"]["args"].is_array()) {
+    std::vector<std::string> args;
+    for (const auto& a : spec["run"]["args"]) args.push_back(a.is_string() ? a.get<std::string>() : a.dump());
+    spec["run"]["args"] = evidence::RedactArgs(args);
+  }
   if (spec.contains("runtime") && spec["runtime"].contains("env") && spec["runtime"]["env"].is_object()) {
     for (auto it = spec["runtime"]["env"].begin(); it != spec["runtime"]["env"].end(); ++it) {
       if (evidence::IsSecretEnvName(it.key())) it.value() = std::string(evidence::kRedacted);
