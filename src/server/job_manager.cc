@@ -240,6 +240,11 @@ Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRe
         return AlreadyExistsError(fmt::format("request_id \"{}\" already submitted job {}, which has been removed",
                                               req.request_id, seen->job_id));
       }
+      if ((*job)->rec.snapshot_digest != req.snapshot_digest) {
+        return InvalidArgumentError(fmt::format("request_id \"{}\" was already used to submit the same spec with "
+                                                "another code snapshot (job {}); each submit needs a new request_id",
+                                                req.request_id, seen->job_id));
+      }
       if (!(*job)->view) Publish();
       return (*job)->view;
     }

@@ -369,6 +369,15 @@ class JobManager {
   // (job_manager_lost.cc): every process of the rank is killed before the
   // rank ends, so a retry never runs beside what is left of this attempt.
   void ShimLost(Job& job, int rank);
+  // After a restart: the ranks of the current attempt whose shim an
+  // earlier daemon recorded as lost while processes of the rank still ran
+  // (its ShimLost event). Such an attempt was interrupted, however its
+  // ranks look now.
+  Result<std::vector<int>> RanksLostWhileRunning(const Job& job);
+  // Counts those ranks' leftovers as killed and the attempt as lost, before
+  // any other rank's end (say the SIGTERM of a gang's teardown) is taken as
+  // the attempt's failure.
+  void MarkLostWhileRunning(Job& job, const std::vector<int>& ranks);
   // Where the processes of rank `rank` of the current attempt are found.
   RankSweep SweepOf(const Job& job, int rank) const;
   void ArmSweepTimer();

@@ -18,6 +18,16 @@ namespace {
 
 constexpr auto kSweepInterval = std::chrono::milliseconds(200);
 
+constexpr const char* kLeftoversKilled =
+    "the attempt's supervisor (tau-shim) ended without recording an exit status; the processes it left running "
+    "were killed";
+
+// How the ShimLost event of a rank whose processes outlived its shim
+// begins; RanksLostWhileRunning finds it by this after a restart.
+std::string LostWhileRunningPrefix(int64_t attempt, int rank) {
+  return fmt::format("attempt {}: rank {}'s tau-shim ended", attempt, rank);
+}
+
 }  // namespace
 
 RankSweep JobManager::SweepOf(const Job& job, int rank) const {
@@ -42,10 +52,11 @@ void JobManager::ShimLost(Job& job, int rank) {
     r.killed_leftovers = true;
     if (!r.draining) {
       r.draining = true;
-      const std::string message = fmt::format(
-          "attempt {}: rank {}'s tau-shim ended without recording an exit status while {} process{} of the job "
-          "still ran; killing them before the attempt ends",
-          n, rank, remains.alive, remains.alive == 1 ? "" : "es");
+      const std::string message =
+          LostWhileRunningPrefix(n, rank) +
+          fmt::format(" without recording an exit status while {} process{} of the job still ran; killing them "
+                      "before the attempt ends",
+                      remains.alive, remains.alive == 1 ? "" : "es");
       log::Warn("jobs", "a shim is gone and its job still runs; killing it", {{"job", job.rec.id}, {"message", message}});
       auto txn = store_->Begin();
       Status st = txn.status();
@@ -54,9 +65,7 @@ void JobManager::ShimLost(Job& job, int rank) {
       if (!st.ok()) LogStoreFailure(job, st);
       // The attempt is over: its other ranks stop now.
       if (!job.first_failure) {
-        job.first_failure = Result<exec::ExitStatus>(NotFoundError(
-            "the attempt's supervisor (tau-shim) ended without recording an exit status; the processes it left "
-            "running were killed"));
+        job.first_failure = Result<exec::ExitStatus>(NotFoundError(kLeftoversKilled));
         StopRanks(job);
       }
     }
@@ -65,8 +74,7 @@ void JobManager::ShimLost(Job& job, int rank) {
   }
   std::string message;
   if (r.killed_leftovers) {
-    message = "the attempt's supervisor (tau-shim) ended without recording an exit status; the processes it left "
-              "running were killed";
+    message = kLeftoversKilled;
   } else if (remains.rebooted) {
     message = "the attempt's supervisor (tau-shim) ended without recording an exit status: the machine restarted";
   } else if (!remains.may_have_run) {
@@ -78,6 +86,28 @@ void JobManager::ShimLost(Job& job, int rank) {
   }
   r.draining = false;
   RankEnded(job, rank, Result<exec::ExitStatus>(NotFoundError(message)));
+}
+
+Result<std::vector<int>> JobManager::RanksLostWhileRunning(const Job& job) {
+  TAU_ASSIGN_OR_RETURN(store::Statement st,
+                       store_->db()->Prepare("SELECT message FROM events WHERE job_id = ? AND type = 'ShimLost'"));
+  st.Bind(1, job.rec.id);
+  std::vector<int> ranks;
+  for (;;) {
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    const std::string message = st.Text(0);
+    for (int r = 0; r < static_cast<int>(job.ranks.size()); ++r) {
+      const std::string prefix = LostWhileRunningPrefix(job.rec.attempt, r);
+      if (message.compare(0, prefix.size(), prefix) == 0) ranks.push_back(r);
+    }
+  }
+  return ranks;
+}
+
+void JobManager::MarkLostWhileRunning(Job& job, const std::vector<int>& ranks) {
+  for (int r : ranks) job.ranks[static_cast<size_t>(r)].killed_leftovers = true;
+  if (!ranks.empty() && !job.first_failure) job.first_failure = Result<exec::ExitStatus>(NotFoundError(kLeftoversKilled));
 }
 
 void JobManager::SweepLostRanks() {

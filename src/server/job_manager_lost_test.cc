@@ -192,5 +192,54 @@ TEST_F(LostTest, AGangEndsLostOnlyOnceTheLostRanksProcessesAndTheOtherRanksAreGo
   EXPECT_EQ(View(id)->job.reason, "Lost") << View(id)->job.message;
 }
 
+TEST_F(LostTest, AShimLostWhileItsJobRanStaysLostWhenTheDaemonDiesBeforeTheLeftoversAreGone) {
+  std::string id;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(kJob)))->job.id;
+    first.leftovers[StatusPath(id, 1)] = 3;
+    ShimGone(*jobs, first);
+    ASSERT_TRUE(HasEvent(id, "ShimLost"));
+    ASSERT_EQ(View(id)->job.state, JobState::kRunning);
+  }
+  // The daemon died; its SIGKILL took the job's processes with it.
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kRetrying);
+  EXPECT_EQ(v->job.reason, "Lost") << v->job.message;
+  EXPECT_THAT(v->job.message, HasSubstr("the processes it left running were killed"));
+  clock_.Advance(std::chrono::minutes(10));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u) << "retried";
+}
+
+TEST_F(LostTest, AGangsTeardownIsNotTakenForItsFailureWhenTheDaemonDiesDuringIt) {
+  std::string id;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 2, cpus: 500m, memory: 256Mi}\n")))
+             ->job.id;
+    ASSERT_EQ(first.starts.size(), 2u);
+    first.leftovers[home().status_file(id, 1, 1).string()] = 3;
+    jobs->OnShimExit(first.TokenOf(first.next_pid - 1));
+    ASSERT_THAT(first.stopped, ::testing::Contains(first.next_pid - 2));
+  }
+  // Rank 0 ended by the teardown's SIGTERM while no daemon ran.
+  FakeRunner runner;
+  exec::ExitStatus stopped;
+  stopped.exit_code = 143;
+  stopped.signal = 15;
+  stopped.terminated_by = "signal";
+  runner.statuses[home().status_file(id, 1, 0).string()] = stopped;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Lost") << View(id)->job.message;
+}
+
 }  // namespace
 }  // namespace tau::server

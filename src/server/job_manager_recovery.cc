@@ -144,9 +144,15 @@ Status JobManager::Recover() {
     for (int r = 0; r < workers; ++r) {
       if (alive[static_cast<size_t>(r)].pid > 0) WatchRank(job, r, alive[static_cast<size_t>(r)]);
     }
+    // A shim recorded lost while its job still ran interrupted the attempt,
+    // even if its processes were killed before this daemon could see them.
+    TAU_ASSIGN_OR_RETURN(std::vector<int> lost_running, RanksLostWhileRunning(job));
+    MarkLostWhileRunning(job, lost_running);
     // A stop asked for before the restart is asked again: the signal may
     // not have been sent before the daemon went down.
-    if (job.rec.cancel_requested || !job.rec.preempted_by.empty() || !job.rec.gpu_fault.empty()) StopRanks(job);
+    if (job.rec.cancel_requested || !job.rec.preempted_by.empty() || !job.rec.gpu_fault.empty() || job.first_failure) {
+      StopRanks(job);
+    }
     // Ranks that ended meanwhile count now; one with neither a live shim nor
     // a status lost its shim: what is left of it is killed first (ShimLost).
     // The last one finishes the attempt.

@@ -85,6 +85,30 @@ TEST_F(JobManagerTest, ASubmitSentAgainWithItsRequestIdCreatesNoSecondJob) {
   EXPECT_TRUE(after.starts.empty());
 }
 
+TEST_F(JobManagerTest, ARequestIdSentAgainWithOtherCodeIsRefused) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  SubmitRequest req = Request(kJob);
+  req.request_id = "r_code";
+  std::string id = (*jobs->Submit(req))->job.id;
+  // The same spec with other code is another submission, not a repeat.
+  fs::create_directories(root_ / "code2");
+  std::ofstream(root_ / "code2" / "run.sh") << "echo other\n";
+  auto snap = evidence::PackSnapshot(root_ / "code2", {});
+  ASSERT_TRUE(snap.ok());
+  ASSERT_NE(snap->digest, digest_);
+  std::ofstream(home().blob(snap->digest), std::ios::binary) << snap->blob;
+  SubmitRequest other = req;
+  other.snapshot_digest = snap->digest;
+  auto refused = jobs->Submit(other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.error().message(), HasSubstr("another code snapshot"));
+  EXPECT_THAT(refused.error().message(), HasSubstr(id));
+  EXPECT_EQ(publisher_.Current()->jobs.size(), 1u);
+  EXPECT_EQ(runner.starts.size(), 1u);
+}
+
 TEST_F(JobManagerTest, CapacityQueuesAndReleases) {
   FakeRunner runner;
   auto jobs = Manager(&runner);
