@@ -141,6 +141,11 @@ Result<UniqueFd> OpenBeneathAt(int root_fd, std::string_view relative, BeneathKi
     return PermissionDeniedError(fmt::format("{}: it is {}, not {}", relative, TypeName(mode), wanted));
   };
   if (want_dir ? !S_ISDIR(before.st_mode) : !S_ISREG(before.st_mode)) return wrong_kind(before.st_mode);
+  // "file/" names a folder, as open(2) takes it: a file is not served as one.
+  if (!want_dir && relative.ends_with('/')) {
+    return PermissionDeniedError(fmt::format("{}: \"{}\" is {}, not a folder", relative, Prefix(parts, parts.size()),
+                                             TypeName(before.st_mode)));
+  }
   // O_NONBLOCK: should it have become a fifo since, the open cannot hang.
   int fd = ::openat(parent.get(), last.c_str(),
                     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (want_dir ? O_DIRECTORY : 0));

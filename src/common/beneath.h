@@ -22,9 +22,10 @@ enum class BeneathKind {
 
 // Opens `relative` beneath the folder `root` (which is trusted and may
 // itself be reached through links). `relative` is '/'-separated; empty and
-// "." components are skipped. Uses openat2(RESOLVE_BENEATH |
-// RESOLVE_NO_SYMLINKS) where the kernel has it, else walks the components
-// with openat(O_NOFOLLOW). A fifo or device is never opened (it is
+// "." components are skipped, but a trailing '/' names a folder, so it
+// never opens a file. Uses openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
+// where the kernel has it, else walks the components with
+// openat(O_NOFOLLOW). A fifo or device is never opened (it is
 // checked with fstatat first and opened O_NONBLOCK), so it cannot block or
 // have side effects. The descriptor is O_CLOEXEC. Errors:
 //   InvalidArgument   `relative` is empty, absolute, holds ".." or a NUL

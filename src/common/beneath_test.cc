@@ -129,6 +129,9 @@ TEST_P(BeneathTest, RefusesTheWrongKind) {
   ASSERT_FALSE(through_file.ok());
   EXPECT_EQ(through_file.error().code(), StatusCode::kPermissionDenied);
   EXPECT_THAT(through_file.error().message(), HasSubstr("not a folder"));
+  auto trailing_slash = OpenBeneath(root_, "outputs/model.txt/");  // names a folder, as open(2) reads it
+  ASSERT_FALSE(trailing_slash.ok());
+  EXPECT_EQ(trailing_slash.error().code(), StatusCode::kPermissionDenied);
 }
 
 TEST_P(BeneathTest, MissingFilesAreNotFound) {
