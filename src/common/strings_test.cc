@@ -86,10 +86,12 @@ TEST(Utf8PrefixTest, NeverEndsInsideACharacter) {
     EXPECT_GE(prefix.size() + 3, n) << n;  // at most one character is dropped
     EXPECT_EQ(name.compare(0, prefix.size(), prefix), 0);
     // What follows the cut starts a character.
-    if (prefix.size() < name.size()) EXPECT_NE(static_cast<unsigned char>(name[prefix.size()]) & 0xC0, 0x80) << n;
+    if (prefix.size() < name.size()) {
+      EXPECT_NE(static_cast<unsigned char>(name[prefix.size()]) & 0xC0, 0x80) << n;
+    }
   }
   EXPECT_EQ(Utf8Prefix("\xe6\xa8", 1), "");  // a lead byte without its whole sequence
-  EXPECT_EQ(Utf8Prefix("ab\x80\x80\x80\x80c", 5), "ab\x80\x80\x80");  // stray bytes count one each
+  EXPECT_EQ(Utf8Prefix("ab\x80\x80\x80\x80" "c", 5), "ab\x80\x80\x80");  // stray bytes count one each
 }
 
 TEST(Utf8PrefixTest, ShortenKeepsShortTextAndMarksCuts) {
