@@ -102,7 +102,9 @@ TEST_F(DiskFullTest, ACancelThatCannotBeCommittedIsRefusedButTheJobIsStillSignal
   auto reloaded = store_->LoadJobs();
   ASSERT_TRUE(reloaded.ok());
   for (const auto& j : *reloaded) {
-    if (j.id == running) EXPECT_EQ(j.state, JobState::kCancelled);
+    if (j.id == running) {
+      EXPECT_EQ(j.state, JobState::kCancelled);
+    }
   }
 }
 

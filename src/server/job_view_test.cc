@@ -30,7 +30,7 @@ void ExpectSameView(const JobView& a, const JobView& b) {
 }
 
 TEST(JobViewTest, TheViewedFieldsOfAStoredSpecMatchItsFullDecode) {
-  for (const std::string yaml :
+  for (const std::string& yaml :
        {std::string("schema_version: 1\nname: a\nrun: {entrypoint: x.py}\n"),
         std::string("schema_version: 1\nname: b\nrun: {entrypoint: x.py, workload_kind: rayjob}\n"
                     "compute: {gpus: 1, workers: 3, cpus: 500m, memory: 3Gi}\nretry: {max_restarts: 4}\n"
