@@ -12,8 +12,12 @@ TEST(LogFrameReaderTest, ShowsWholeFramesAndTracksThePosition) {
   // Byte by byte: a frame shows only once it is whole.
   for (size_t i = 0; i < stream.size(); ++i) {
     ASSERT_TRUE(reader.Feed(std::string_view(stream).substr(i, 1)));
-    if (i == 5) EXPECT_EQ(reader.position(), "");
-    if (i == 10) EXPECT_EQ(shown, "");  // "hello" is in, its newline not yet
+    if (i == 5) {
+      EXPECT_EQ(reader.position(), "");
+    }
+    if (i == 10) {
+      EXPECT_EQ(shown, "");  // "hello" is in, its newline not yet
+    }
   }
   EXPECT_EQ(shown, "hello\n[ra");
   EXPECT_EQ(reader.position(), "2:0");
