@@ -98,6 +98,11 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
   for (auto& [name, q] : queues_) SortQueue(q);
 }
 
+const LocalQueue* AdmissionEngine::LocalQueueOf(const Workload& w) const {
+  auto it = local_queues_.find({w.namespace_, w.local_queue});
+  return it == local_queues_.end() ? nullptr : it->second;
+}
+
 std::optional<QuotaTree::NodeId> AdmissionEngine::ClusterQueueNode(const std::string& name) const {
   auto it = queues_.find(name);
   if (it == queues_.end()) return std::nullopt;
@@ -150,14 +155,13 @@ bool AdmissionEngine::FlavorMatches(const ResourceFlavor& flavor, const Workload
       return false;
     }
   }
-  for (const auto& taint : flavor.node_taints) {
-    if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
-    bool tolerated = w.tolerated_taints.count(taint.key) > 0;
-    for (const auto& t : flavor.tolerations) tolerated = tolerated || t.key == taint.key || (t.key.empty() && t.op == "Exists");
-    if (!tolerated) {
-      *why = fmt::format("flavor {} has taint {} that the job does not tolerate", flavor.name, taint.key);
-      return false;
-    }
+  // The pods' tolerations and the flavor's own, which Kueue adds to the
+  // pods it admits on it.
+  std::vector<Toleration> tolerations = w.tolerations;
+  tolerations.insert(tolerations.end(), flavor.tolerations.begin(), flavor.tolerations.end());
+  if (const Taint* taint = FindUntoleratedTaint(flavor.node_taints, tolerations)) {
+    *why = fmt::format("flavor {} has taint {} that the job does not tolerate", flavor.name, Describe(*taint));
+    return false;
   }
   return true;
 }
@@ -370,12 +374,17 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   pending_info_.clear();
   SampleLocalQueueUsage();
   std::erase_if(backoff_until_, [&](const auto& entry) { return entry.second <= now_ms_; });
-  // HoldAndDrain: what a stopped queue admitted goes back to its queue.
+  // HoldAndDrain: what a stopped ClusterQueue or LocalQueue admitted goes
+  // back to its queue.
   for (const auto& [id, a] : admitted_) {
+    if (evicting_.count(id)) continue;
     auto q = queues_.find(a.cluster_queue);
-    if (q != queues_.end() && q->second.spec->stop_policy == "HoldAndDrain" && !evicting_.count(id)) {
+    if (q != queues_.end() && q->second.spec->stop_policy == "HoldAndDrain") {
       evicting_.insert(id);
       evictions_.push_back({id, "", "ClusterQueueStopped"});
+    } else if (const LocalQueue* lq = LocalQueueOf(workloads_.at(id)); lq && lq->stop_policy == "HoldAndDrain") {
+      evicting_.insert(id);
+      evictions_.push_back({id, "", "LocalQueueStopped"});
     }
   }
   pass_admitted_.clear();
@@ -466,6 +475,9 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         const std::string& id = q.pending[i];
         if (held_.count(id) || backoff_until_.count(id) || parked.count(id)) continue;
         const Workload& w = workloads_.at(id);
+        // A stopped LocalQueue's workloads stay in place without blocking
+        // the ClusterQueue, as Kueue takes them out of its queue.
+        if (const LocalQueue* lq = LocalQueueOf(w); lq && lq->stop_policy != "None") continue;
         candidates.push_back({&q, &w, AssignFlavors(q, w, /*simulate_preemption=*/true), {}});
         break;
       }
@@ -523,12 +535,14 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       if (held_.count(id)) {
         info = {"Held", "held by a user (tau release to let it run)", 0};
       } else if (auto b = backoff_until_.find(id); b != backoff_until_.end()) {
-        info = {"Backoff", fmt::format("requeued after an eviction; may be admitted again in {}s",
-                                       (b->second - now_ms_ + 999) / 1000), 0};
+        info = {"Backoff", BackoffMessage(b->second - now_ms_), 0};
       } else if (!q.inactive_reason.empty()) {
         info = {"ClusterQueueInactive", q.inactive_reason, 0};
       } else if (q.spec->stop_policy != "None") {
         info = {"ClusterQueueStopped", fmt::format("ClusterQueue \"{}\" has stopPolicy {}", name, q.spec->stop_policy), 0};
+      } else if (const LocalQueue* lq = LocalQueueOf(workloads_.at(id)); lq && lq->stop_policy != "None") {
+        info = {"LocalQueueStopped", fmt::format("LocalQueue {}/{} is inactive: it has stopPolicy {}", lq->namespace_,
+                                                 lq->name, lq->stop_policy), 0};
       } else if (info.reason.empty()) {
         info = {"WaitingForQuota", fmt::format("behind {} in ClusterQueue \"{}\" ({})", head, name,
                                                q.spec->queueing_strategy), 0};

@@ -18,7 +18,7 @@ namespace tau::sched {
 // Why a workload waits, with Kueue's reason names.
 struct PendingInfo {
   std::string reason;   // NoMatchingFlavor, ExceedsMaxQuota, WaitingForQuota, LocalQueueNotFound,
-                        // ClusterQueueInactive, ClusterQueueStopped, Held, Backoff
+                        // ClusterQueueInactive, ClusterQueueStopped, LocalQueueStopped, Held, Backoff
   std::string message;  // which flavor, resource and amounts
   int position = 0;     // 1-based place among the ClusterQueue's pending workloads
 };
@@ -38,7 +38,7 @@ struct Eviction {
   std::string victim_id;
   std::string preemptor_id;
   std::string reason;  // InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing
-                       // | InCohortFairSharing | ClusterQueueStopped
+                       // | InCohortFairSharing | ClusterQueueStopped | LocalQueueStopped
 };
 
 // The embedded admission engine with Kueue's semantics
@@ -198,6 +198,8 @@ class AdmissionEngine {
                                         const std::vector<VictimCandidate>& candidates,
                                         const std::set<FlavorResource>& need);
   bool FlavorMatches(const ResourceFlavor& flavor, const Workload& w, std::string* why) const;
+  // The workload's LocalQueue, or nullptr when it does not exist.
+  const LocalQueue* LocalQueueOf(const Workload& w) const;
   void SortQueue(QueueState& q);
 
   KueueConfig config_;

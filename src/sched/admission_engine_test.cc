@@ -190,8 +190,68 @@ TEST(AdmissionEngineTest, TaintsNeedTolerations) {
   e.Configure(c);
   EXPECT_THAT(e.Submit(Gpus("intolerant", 1)).message(), HasSubstr("taint nvidia.com/gpu"));
   Workload w = Gpus("tolerant", 1);
-  w.tolerated_taints = {{"nvidia.com/gpu", true}};
+  w.tolerations = {{"nvidia.com/gpu", "Exists", "", "NoSchedule"}};
   EXPECT_TRUE(e.Submit(w).ok());
+}
+
+// Kueue's flavor assigner: NoSchedule and NoExecute taints must be
+// tolerated by the pods' tolerations or the flavor's own; PreferNoSchedule
+// never blocks.
+TEST(AdmissionEngineTest, FlavorTaintsAreMatchedWithThePodsAndTheFlavorsTolerations) {
+  const Toleration gpu_pod = {"nvidia.com/gpu", "Exists", "", "NoSchedule"};  // what a GPU job's pods carry
+  KueueConfig c = GpuFlavors("TryNextFlavor");
+  c.resource_flavors[0].node_taints = {{"nvidia.com/gpu", "", "NoExecute"}};
+  c.resource_flavors[1].node_taints = {{"pool", "spot", "PreferNoSchedule"}, {"nvidia.com/gpu", "true", "NoSchedule"}};
+  AdmissionEngine e;
+  e.Configure(c);
+  Workload w = Gpus("w", 1);
+  w.tolerations = {gpu_pod};
+  ASSERT_TRUE(e.Submit(w).ok());
+  auto a = e.Schedule();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].flavors.at("nvidia.com/gpu"), "a100") << "a NoSchedule toleration does not tolerate NoExecute";
+  e.Remove("w");
+
+  // The flavor's own toleration of its NoExecute taint makes it usable.
+  c.resource_flavors[0].tolerations = {{"nvidia.com/gpu", "Exists", "", "NoExecute"}};
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(w).ok());
+  a = e.Schedule();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].flavors.at("nvidia.com/gpu"), "h200");
+  e.Remove("w");
+
+  // Without tolerations neither flavor can be used; the refusal names the taint.
+  Workload bare = Gpus("bare", 1);
+  c.resource_flavors[0].tolerations.clear();
+  e.Configure(c);
+  EXPECT_THAT(e.Submit(bare).message(), HasSubstr("flavor h200 has taint nvidia.com/gpu:NoExecute"));
+}
+
+// Kueue has no rule that resumes an evicted workload on the flavor it last
+// ran on: its flavor assigner keeps a scan position (LastTriedFlavorIdx)
+// only for a workload still pending, and an eviction drops it. Requeued
+// after a preemption, a workload gets the first flavor that suits it now.
+TEST(AdmissionEngineTest, AnEvictedWorkloadAdmittedAgainTakesTheFirstFlavorThatFitsNotItsLastOne) {
+  ClusterQueue cq = CpuQueue("cq", Q("cpu", 2));
+  cq.resource_groups[0].flavors.push_back({"spare", {Q("cpu", 2)}});
+  KueueConfig c = OneQueue(cq);
+  c.resource_flavors.push_back({"spare", {}, {}, {}});
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("first", 2)).ok());
+  ASSERT_TRUE(e.Submit(W("w", 2)).ok());
+  auto a = e.Schedule();
+  ASSERT_EQ(Ids(a), (std::vector<std::string>{"first", "w"}));
+  EXPECT_EQ(a[1].flavors.at("cpu"), "spare") << "w runs on the second flavor";
+  // w is evicted and requeued, as the daemon does once it has stopped;
+  // then "first" ends and frees the first flavor.
+  e.Remove("w");
+  ASSERT_TRUE(e.Submit(W("w", 2)).ok());
+  e.Remove("first");
+  a = e.Schedule();
+  ASSERT_EQ(Ids(a), std::vector<std::string>{"w"});
+  EXPECT_EQ(a[0].flavors.at("cpu"), "default") << "the first flavor that fits, not the one it last ran on";
 }
 
 TEST(AdmissionEngineTest, QueuesAndClusterQueuesThatDoNotWork) {
@@ -393,6 +453,45 @@ TEST(StopPolicyTest, HoldStopsAdmittingAndHoldAndDrainEvicts) {
   ASSERT_EQ(evictions.size(), 1u);
   EXPECT_EQ(evictions[0].victim_id, "running");
   EXPECT_EQ(evictions[0].reason, "ClusterQueueStopped");
+}
+
+// A LocalQueue's stopPolicy (Kueue's LocalQueue.spec.stopPolicy): Hold
+// admits nothing of that LocalQueue, without blocking the others of its
+// ClusterQueue (even StrictFIFO); HoldAndDrain also evicts what it has
+// admitted, back to its queue; None lets it go again.
+TEST(StopPolicyTest, ALocalQueueOnHoldAdmitsNothingAndHoldAndDrainEvictsItsWorkloads) {
+  ClusterQueue cq = CpuQueue("cq", Q("cpu", 4));
+  cq.queueing_strategy = "StrictFIFO";
+  KueueConfig c = OneQueue(cq);
+  c.local_queues.push_back({"default", "other", "cq", "None"});
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("running", 1)).ok());
+  ASSERT_EQ(Ids(e.Schedule()), std::vector<std::string>{"running"});
+
+  c.local_queues[0].stop_policy = "Hold";
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("held-back", 1)).ok());
+  ASSERT_TRUE(e.Submit(W("other-1", 1, "other")).ok());
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"other-1"}) << "the stopped head does not block StrictFIFO";
+  EXPECT_EQ(e.Why("held-back")->reason, "LocalQueueStopped");
+  EXPECT_EQ(e.Why("held-back")->message, "LocalQueue default/q is inactive: it has stopPolicy Hold");
+  EXPECT_TRUE(e.TakeEvictions().empty()) << "Hold keeps what runs";
+
+  c.local_queues[0].stop_policy = "HoldAndDrain";
+  e.Configure(c);
+  EXPECT_TRUE(e.Schedule().empty());
+  auto evictions = e.TakeEvictions();
+  ASSERT_EQ(evictions.size(), 1u) << "only the stopped LocalQueue's workloads are drained";
+  EXPECT_EQ(evictions[0].victim_id, "running");
+  EXPECT_EQ(evictions[0].preemptor_id, "");
+  EXPECT_EQ(evictions[0].reason, "LocalQueueStopped");
+  e.Schedule();
+  EXPECT_TRUE(e.TakeEvictions().empty()) << "evicted once";
+
+  c.local_queues[0].stop_policy = "None";
+  e.Configure(c);
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"held-back"});
 }
 
 TEST(StopPolicyTest, AQueueNamingAnAdmissionCheckIsInactive) {

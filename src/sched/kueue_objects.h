@@ -8,6 +8,8 @@
 
 #include "common/quantity.h"
 #include "sched/label_selector.h"
+#include "sched/requeue_backoff.h"
+#include "sched/taints.h"
 
 namespace tau::sched {
 
@@ -16,17 +18,12 @@ namespace tau::sched {
 // keep Kueue's spelling. The whole object as written is kept elsewhere so
 // `tau admin get` prints every field back.
 
-struct Taint {
-  std::string key, value, effect;
-};
-
-struct Toleration {
-  std::string key, op = "Equal", value, effect;
-};
-
 struct ResourceFlavor {
   std::string name;
   std::map<std::string, std::string> node_labels;
+  // Pods may use the flavor only if they, or the flavor's own tolerations
+  // (which Kueue adds to the pods it admits), tolerate every NoSchedule and
+  // NoExecute taint (sched/taints.h).
   std::vector<Taint> node_taints;
   std::vector<Toleration> tolerations;
 };
@@ -120,6 +117,11 @@ struct AdmissionFairSharing {
 struct KueueConfig {
   FairSharing fair_sharing;
   AdmissionFairSharing admission_fair_sharing;
+  // The Configuration's waitForPodsReady.requeuingStrategy while its
+  // waitForPodsReady block is on: the backoff of jobs the engine evicts
+  // (preempted or drained) before they may be admitted again
+  // (docs/queueing.md#requeue-backoff). Unset: they are requeued at once.
+  std::optional<RequeuingStrategy> requeuing_strategy;
   std::vector<ResourceFlavor> resource_flavors;
   std::vector<ClusterQueue> cluster_queues;
   std::vector<Cohort> cohorts;

@@ -1,5 +1,7 @@
 #include "sched/requeue_backoff.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace tau::sched {
@@ -11,6 +13,11 @@ std::optional<int64_t> RequeueDelayMs(const RequeuingStrategy& strategy, int64_t
   // Doubling stops at the cap, so large counts cannot overflow.
   for (int64_t n = 1; n < requeue_count && seconds < max_seconds; ++n) seconds *= 2;
   return std::min(seconds, max_seconds) * 1000;
+}
+
+std::string BackoffMessage(int64_t remaining_ms) {
+  return fmt::format("requeued after an eviction; may be admitted again in {}s",
+                     (std::max<int64_t>(0, remaining_ms) + 999) / 1000);
 }
 
 }  // namespace tau::sched

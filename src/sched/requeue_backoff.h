@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace tau::sched {
 
@@ -21,5 +22,9 @@ struct RequeuingStrategy {
 // Deterministic: Kueue adds ~0.01% jitter, which a single machine does not
 // need to spread API writes.
 std::optional<int64_t> RequeueDelayMs(const RequeuingStrategy& strategy, int64_t requeue_count);
+
+// The message of a workload waiting with reason Backoff, `remaining_ms`
+// before it ends (rounded up to whole seconds).
+std::string BackoffMessage(int64_t remaining_ms);
 
 }  // namespace tau::sched

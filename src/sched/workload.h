@@ -3,6 +3,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "sched/taints.h"
 
 namespace tau::sched {
 
@@ -21,8 +24,9 @@ struct Workload {
   // The node labels the pods select (taugrid.io/gpu-class for a gpu_class
   // other than "any"); a flavor that sets one of these keys must match.
   std::map<std::string, std::string> node_selector;
-  // Taints the pods tolerate (key, with effect NoSchedule), e.g. nvidia.com/gpu.
-  std::map<std::string, bool> tolerated_taints;
+  // The pods' tolerations (a GPU job's pods tolerate nvidia.com/gpu
+  // NoSchedule taints, as rendered for Kubernetes).
+  std::vector<Toleration> tolerations;
 };
 
 }  // namespace tau::sched

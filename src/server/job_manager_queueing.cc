@@ -330,7 +330,7 @@ Result<sched::Workload> JobManager::ToWorkload(const Job& job) const {
   w.per_pod = {{"cpu", s.compute.cpus.milli()}, {"memory", s.compute.memory.milli()}};
   if (s.compute.gpus > 0) {
     w.per_pod["nvidia.com/gpu"] = s.compute.gpus * 1000;
-    w.tolerated_taints["nvidia.com/gpu"] = true;
+    w.tolerations.push_back({"nvidia.com/gpu", "Exists", "", "NoSchedule"});  // as render/pod_parts.cc gives GPU pods
   }
   w.count = s.compute.workers;
   if (s.compute.gpu_class != "any") w.node_selector["taugrid.io/gpu-class"] = s.compute.gpu_class;
