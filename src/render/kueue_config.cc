@@ -238,12 +238,63 @@ class Decoder {
 
 // Kueue's controller Configuration (config.kueue.x-k8s.io): the embedded
 // engine acts on fairSharing; the rest is stored with a warning.
-void DecodeConfiguration(const Node& doc, DecodedKueueConfig* out, spec::Diagnostics* diags) {
+// waitForPodsReady: of which the embedded engine acts on requeuingStrategy
+// (there are no pods whose readiness it could wait for); `v1beta1` is the
+// Configuration's version, where the block is off unless `enable: true`.
+std::optional<sched::RequeuingStrategy> DecodeWaitForPodsReady(const Node& w, bool v1beta1, Decoder& d,
+                                                               spec::Diagnostics* diags) {
+  d.Keys(w, "waitForPodsReady", {"enable", "requeuingStrategy"}, {"timeout", "blockAdmission", "recoveryTimeout"});
+  bool enabled = !v1beta1;
+  if (const Node* e = w.Find("enable")) {
+    if (!e->IsScalar() || (e->scalar != "true" && e->scalar != "false")) {
+      diags->Error(e->location, fmt::format("waitForPodsReady.enable: expected true or false, got {}", e->Describe()));
+    } else {
+      enabled = e->scalar == "true";
+    }
+  }
+  sched::RequeuingStrategy strategy;
+  if (const Node* r = w.Find("requeuingStrategy"); r && d.Mapping(*r, "waitForPodsReady.requeuingStrategy")) {
+    d.Keys(*r, "waitForPodsReady.requeuingStrategy", {"timestamp", "backoffLimitCount", "backoffBaseSeconds",
+                                                      "backoffMaxSeconds"});
+    if (const Node* t = r->Find("timestamp")) {
+      std::string v = d.Enum(t, "waitForPodsReady.requeuingStrategy.timestamp", {"Eviction", "Creation"}, "Creation", *r);
+      if (v == "Eviction") {
+        diags->Warning(t->location, "waitForPodsReady.requeuingStrategy.timestamp: Eviction is not acted on: a "
+                                    "requeued job keeps its place by submission time, as with Creation");
+      }
+    }
+    auto count = [&](const char* key, int64_t min, int64_t* out) {
+      const Node* v = r->Find(key);
+      if (!v) return;
+      int64_t n = 0;
+      auto [end, ec] = v->IsScalar() ? std::from_chars(v->scalar.data(), v->scalar.data() + v->scalar.size(), n)
+                                     : std::from_chars_result{nullptr, std::errc::invalid_argument};
+      if (ec != std::errc() || end != v->scalar.data() + v->scalar.size() || n < min) {
+        diags->Error(v->location, fmt::format("waitForPodsReady.requeuingStrategy.{}: expected a whole number >= {}, "
+                                              "got {}", key, min, v->Describe()));
+        return;
+      }
+      *out = n;
+    };
+    int64_t limit = -1;
+    count("backoffLimitCount", 0, &limit);
+    if (limit >= 0) strategy.backoff_limit_count = limit;
+    count("backoffBaseSeconds", 0, &strategy.backoff_base_seconds);
+    count("backoffMaxSeconds", 0, &strategy.backoff_max_seconds);
+  }
+  if (!enabled) return std::nullopt;
+  return strategy;
+}
+
+void DecodeConfiguration(const Node& doc, bool v1beta1, DecodedKueueConfig* out, spec::Diagnostics* diags) {
   Decoder d(diags, false);
-  d.Keys(doc, "Configuration", {"apiVersion", "kind", "metadata", "fairSharing", "admissionFairSharing"},
+  d.Keys(doc, "Configuration", {"apiVersion", "kind", "metadata", "fairSharing", "admissionFairSharing", "waitForPodsReady"},
          {"namespace", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "internalCertManagement",
-          "clientConnection", "controller", "health", "metrics", "webhook", "leaderElection", "waitForPodsReady",
+          "clientConnection", "controller", "health", "metrics", "webhook", "leaderElection",
           "integrations", "queueVisibility", "multiKueue", "resources", "featureGates", "objectRetentionPolicies"});
+  if (const Node* w = doc.Find("waitForPodsReady"); w && d.Mapping(*w, "waitForPodsReady")) {
+    out->config.requeuing_strategy = DecodeWaitForPodsReady(*w, v1beta1, d, diags);
+  }
   sched::FairSharing fs;
   if (const Node* f = doc.Find("fairSharing"); f && d.Mapping(*f, "fairSharing")) {
     d.Keys(*f, "fairSharing", {"enable", "preemptionStrategies"});
@@ -363,11 +414,28 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
     if (const Node* tols = spec.Find("tolerations"); tols && tols->IsSequence()) {
       for (const auto& t : tols->items) {
         if (!d.Mapping(t, "tolerations[]")) continue;
+        // tolerationSeconds is kept for the pods: it only bounds how long a
+        // running pod stays on a node that gains a NoExecute taint, which
+        // admission does not see (nor does Kueue's).
         d.Keys(t, "tolerations[]", {"key", "operator", "value", "effect", "tolerationSeconds"});
-        rf.tolerations.push_back({d.String(t.Find("key"), "key", false, t),
-                                  d.Enum(t.Find("operator"), "operator", {"Equal", "Exists"}, "Equal", t),
-                                  d.String(t.Find("value"), "value", false, t),
-                                  d.String(t.Find("effect"), "effect", false, t)});
+        sched::Toleration tol{d.String(t.Find("key"), "key", false, t),
+                              d.Enum(t.Find("operator"), "operator", {"Equal", "Exists"}, "Equal", t),
+                              d.String(t.Find("value"), "value", false, t),
+                              d.Enum(t.Find("effect"), "effect", {"", "NoSchedule", "PreferNoSchedule", "NoExecute"}, "", t)};
+        // Kubernetes' validation of a toleration.
+        if (tol.key.empty() && tol.op != "Exists") {
+          diags->Error(t.location, fmt::format("ResourceFlavor \"{}\": tolerations[]: an empty key needs operator "
+                                               "Exists (it then tolerates every taint)", name));
+        }
+        if (tol.op == "Exists" && !tol.value.empty()) {
+          diags->Error(t.Find("value")->location, fmt::format("ResourceFlavor \"{}\": tolerations[].value must be "
+                                                              "empty when operator is Exists", name));
+        }
+        if (const Node* secs = t.Find("tolerationSeconds"); secs && tol.effect != "NoExecute") {
+          diags->Error(secs->location, fmt::format("ResourceFlavor \"{}\": tolerations[].tolerationSeconds needs "
+                                                   "effect NoExecute", name));
+        }
+        rf.tolerations.push_back(std::move(tol));
       }
     }
     out->config.resource_flavors.push_back(std::move(rf));
@@ -547,7 +615,7 @@ bool DecodeKueueManifests(std::string_view text, std::string_view file_name, Dec
                                                 "(or v1beta2)", api->scalar));
         continue;
       }
-      DecodeConfiguration(doc, out, diags);
+      DecodeConfiguration(doc, api->scalar == "config.kueue.x-k8s.io/v1beta1", out, diags);
       continue;
     }
     bool v1beta1 = api->scalar == "kueue.x-k8s.io/v1beta1";

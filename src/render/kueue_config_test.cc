@@ -135,7 +135,7 @@ TEST(KueueConfigTest, TheKueueConfigurationTurnsOnFairSharing) {
       "fairSharing:\n"
       "  enable: true\n"
       "  preemptionStrategies: [LessThanInitialShare]\n"
-      "waitForPodsReady: {enable: true}\n"
+      "waitForPodsReady: {enable: true, timeout: 10m}\n"
       "admissionFairSharing:\n"
       "  usageHalfLifeTime: 24h\n"
       "  usageSamplingInterval: 1m\n"
@@ -149,7 +149,7 @@ TEST(KueueConfigTest, TheKueueConfigurationTurnsOnFairSharing) {
   ASSERT_EQ(d.out.objects.size(), 1u);
   EXPECT_EQ(d.out.objects[0].kind, "Configuration");
   EXPECT_EQ(d.out.objects[0].name, "config");
-  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:6:1: warning: Configuration.waitForPodsReady is stored but not acted on"));
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:6:34: warning: waitForPodsReady.timeout is stored but not acted on"));
 
   Decoded bad = Decode(
       "apiVersion: config.kueue.x-k8s.io/v1beta1\n"
@@ -215,6 +215,96 @@ TEST(KueueConfigTest, AdmissionScopeAndLocalQueueWeightsAreRead) {
   EXPECT_EQ(d.diagnostics, "");
   EXPECT_EQ(d.out.config.cluster_queues[0].admission_mode, "UsageBasedAdmissionFairSharing");
   EXPECT_EQ(d.out.config.local_queues[0].fair_sharing_weight->milli(), 2000);
+}
+
+TEST(KueueConfigTest, ResourceFlavorTolerationsAreReadAndCheckedAsKubernetesChecksThem) {
+  Decoded good = Decode(
+      "apiVersion: kueue.x-k8s.io/v1beta2\n"
+      "kind: ResourceFlavor\n"
+      "metadata: {name: spot}\n"
+      "spec:\n"
+      "  nodeTaints:\n"
+      "  - {key: pool, value: spot, effect: PreferNoSchedule}\n"
+      "  tolerations:\n"
+      "  - {key: pool, operator: Equal, value: spot, effect: NoSchedule}\n"
+      "  - {operator: Exists}\n"
+      "  - {key: maintenance, operator: Exists, effect: NoExecute, tolerationSeconds: 30}\n");
+  ASSERT_TRUE(good.ok) << good.diagnostics;
+  EXPECT_EQ(good.diagnostics, "");
+  const auto& tols = good.out.config.resource_flavors.at(0).tolerations;
+  ASSERT_EQ(tols.size(), 3u);
+  EXPECT_EQ(tols[0].value, "spot");
+  EXPECT_EQ(tols[0].effect, "NoSchedule");
+  EXPECT_EQ(tols[1].key, "");
+  EXPECT_EQ(tols[1].op, "Exists");
+  EXPECT_EQ(tols[1].effect, "") << "no effect: matches every effect";
+  EXPECT_EQ(good.out.config.resource_flavors.at(0).node_taints.at(0).effect, "PreferNoSchedule");
+
+  Decoded bad = Decode(
+      "apiVersion: kueue.x-k8s.io/v1beta2\n"
+      "kind: ResourceFlavor\n"
+      "metadata: {name: spot}\n"
+      "spec:\n"
+      "  tolerations:\n"
+      "  - {key: '', operator: Equal, value: x}\n"
+      "  - {key: a, operator: Exists, value: x}\n"
+      "  - {key: b, operator: Exists, effect: NoSchedule, tolerationSeconds: 5}\n"
+      "  - {key: c, operator: Exists, effect: Sometimes}\n"
+      "  - {key: d, operator: Lt, value: '3'}\n");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_THAT(bad.diagnostics, HasSubstr("kueue.yaml:6:5: error: ResourceFlavor \"spot\": tolerations[]: an empty key "
+                                         "needs operator Exists"));
+  EXPECT_THAT(bad.diagnostics, HasSubstr("kueue.yaml:7:39: error: ResourceFlavor \"spot\": tolerations[].value must be "
+                                         "empty when operator is Exists"));
+  EXPECT_THAT(bad.diagnostics, HasSubstr("kueue.yaml:8:71: error: ResourceFlavor \"spot\": "
+                                         "tolerations[].tolerationSeconds needs effect NoExecute"));
+  EXPECT_THAT(bad.diagnostics, HasSubstr("kueue.yaml:9:40: error: effect: \"Sometimes\" is not valid"));
+  EXPECT_THAT(bad.diagnostics, HasSubstr("kueue.yaml:10:24: error: operator: \"Lt\" is not valid"));
+}
+
+// waitForPodsReady.requeuingStrategy is the backoff of jobs the engine
+// evicts; v1beta1 turns the block on with enable: true, v1beta2 by its
+// presence.
+TEST(KueueConfigTest, TheRequeuingStrategyOfWaitForPodsReadyIsRead) {
+  Decoded on = Decode(
+      "apiVersion: config.kueue.x-k8s.io/v1beta1\n"
+      "kind: Configuration\n"
+      "waitForPodsReady:\n"
+      "  enable: true\n"
+      "  requeuingStrategy: {timestamp: Creation, backoffLimitCount: 3, backoffBaseSeconds: 10, backoffMaxSeconds: 40}\n");
+  ASSERT_TRUE(on.ok) << on.diagnostics;
+  EXPECT_EQ(on.diagnostics, "");
+  ASSERT_TRUE(on.out.config.requeuing_strategy.has_value());
+  EXPECT_EQ(on.out.config.requeuing_strategy->backoff_limit_count, 3);
+  EXPECT_EQ(on.out.config.requeuing_strategy->backoff_base_seconds, 10);
+  EXPECT_EQ(on.out.config.requeuing_strategy->backoff_max_seconds, 40);
+
+  Decoded defaults = Decode("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady: {}\n");
+  ASSERT_TRUE(defaults.ok) << defaults.diagnostics;
+  ASSERT_TRUE(defaults.out.config.requeuing_strategy.has_value()) << "v1beta2: the block turns it on";
+  EXPECT_EQ(defaults.out.config.requeuing_strategy->backoff_base_seconds, 60);
+  EXPECT_EQ(defaults.out.config.requeuing_strategy->backoff_max_seconds, 3600);
+  EXPECT_FALSE(defaults.out.config.requeuing_strategy->backoff_limit_count.has_value());
+
+  Decoded off = Decode("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady: {}\n");
+  ASSERT_TRUE(off.ok) << off.diagnostics;
+  EXPECT_FALSE(off.out.config.requeuing_strategy.has_value()) << "v1beta1: off unless enable: true";
+
+  Decoded eviction = Decode(
+      "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+      "waitForPodsReady: {requeuingStrategy: {timestamp: Eviction}}\n");
+  EXPECT_TRUE(eviction.ok) << eviction.diagnostics;
+  EXPECT_THAT(eviction.diagnostics, HasSubstr("kueue.yaml:3:51: warning: waitForPodsReady.requeuingStrategy.timestamp: "
+                                              "Eviction is not acted on"));
+
+  Decoded bad = Decode(
+      "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+      "waitForPodsReady: {requeuingStrategy: {backoffBaseSeconds: -1, backoffLimit: 2}}\n");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_THAT(bad.diagnostics, HasSubstr("kueue.yaml:3:60: error: waitForPodsReady.requeuingStrategy.backoffBaseSeconds: "
+                                         "expected a whole number >= 0, got"));
+  EXPECT_THAT(bad.diagnostics, HasSubstr("kueue.yaml:3:64: error: unknown field \"backoffLimit\" in "
+                                         "waitForPodsReady.requeuingStrategy; did you mean \"backoffLimitCount\"?"));
 }
 
 TEST(KueueConfigTest, CommentsAndEmptyDocumentsAreFine) {
