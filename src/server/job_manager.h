@@ -401,6 +401,16 @@ class JobManager {
   store::JobState ApplyRetryPolicy(Job& job, const std::string& reason, std::string* message);
   // Makes WakeRetries run when the earliest backoff ends.
   void ArmRetryTimer();
+  // Kueue's requeuing strategy (the Configuration's waitForPodsReady), for
+  // a job queued again after the engine evicted it (preempted or drained):
+  // its n-th eviction waits sched::RequeueDelayMs before it may be admitted
+  // again (rec.retry_at holds when, while it is queued) and, past
+  // backoffLimitCount, it ends RequeuingLimitExceeded instead (Kueue
+  // deactivates it). Returns the job's next state; updates `reason` and
+  // appends to `message`. Without the strategy: kQueued, at once.
+  store::JobState ApplyRequeueBackoff(Job& job, std::string* reason, std::string* message);
+  // Makes an admission pass run when the engine's earliest backoff ends.
+  void ArmBackoffTimer();
   // The checkpoint the next attempt resumes from: an absolute path, or "".
   std::string ResumePoint(const Job& job) const;
   // Rebuilds the job's checkpoint index (digests off the loop when
@@ -484,6 +494,7 @@ class JobManager {
   // Reads ended jobs for the published views.
   std::shared_ptr<const JobHistory> history_;
   std::optional<int64_t> retry_timer_at_;  // when the armed retry timer fires (ms)
+  std::optional<int64_t> backoff_timer_at_;  // when the armed requeue-backoff timer fires (ms)
   bool disk_full_ = false;        // the DiskFull condition (OnStoreWrite)
   int store_observer_ = 0;        // this manager's write observer on the store
   std::string store_message_;     // the failed commit that entered it

@@ -159,6 +159,7 @@ void JobManager::StartAttempt(Job& job) {
   attempt.resumed_from = job.resumed_from;
   const std::string chosen_checkpoint = job.rec.resume_from;
   job.rec.resume_from.clear();  // used by this attempt only
+  job.rec.retry_at.reset();      // a requeue backoff is over once admitted
   job.rec.state = JobState::kAdmitted;
   job.rec.attempt = number;
   const int64_t admitted_ms = NowMs();
@@ -492,6 +493,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   Count("taugrid_job_attempts_total", {{"reason", reason}});
   // Another attempt, now (Queued) or after a backoff (Retrying), or the end.
   if (state == JobState::kFailed) state = ApplyRetryPolicy(job, reason, &message);
+  if (state == JobState::kQueued && reason == "Preempted") state = ApplyRequeueBackoff(job, &reason, &message);
   job.rec.state = state;
   job.rec.reason = reason;
   job.rec.message = message;

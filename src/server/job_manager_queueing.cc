@@ -13,6 +13,7 @@
 #include "common/strings.h"
 #include "render/kueue_config.h"
 #include "sched/fair_sharing.h"
+#include "sched/requeue_backoff.h"
 #include "server/job_manager.h"
 #include "spec/json_codec.h"
 
@@ -245,7 +246,11 @@ Result<std::string> JobManager::WhyJson(const std::string& id_or_name) {
                         {"message", job->rec.message},
                         {"held", job->rec.held},
                         {"holders", nlohmann::json::array()}};
-  if (auto why = engine_.Why(job->rec.id)) out["position"] = why->position;
+  if (auto why = engine_.Why(job->rec.id)) {
+    out["position"] = why->position;
+    // How long a backoff has left, now rather than at the last pass.
+    if (why->reason == "Backoff" && job->rec.retry_at) out["message"] = sched::BackoffMessage(*job->rec.retry_at - NowMs());
+  }
   if (job->rec.state == JobState::kQueued) {
     for (const std::string& id : engine_.QuotaHolders(job->rec.id)) {
       auto it = jobs_by_id_.find(id);
@@ -469,6 +474,8 @@ void JobManager::RunAdmission() {
     auto w = ToWorkload(*job);
     Status st = w.ok() ? engine_.Submit(*w) : w.status();
     if (st.ok() && job->rec.held) engine_.SetHeld(job->rec.id, true);
+    // Requeued after an eviction: not admitted before its backoff ends.
+    if (st.ok() && job->rec.retry_at) engine_.SetBackoff(job->rec.id, *job->rec.retry_at);
     // The configuration changed since it was accepted: it waits until the
     // queue, class or quota it needs exists again.
     if (!st.ok()) SetWaitingReason(*job, st.code() == StatusCode::kNotFound ? "QueueNotFound" : "ExceedsMaxQuota",
@@ -481,6 +488,7 @@ void JobManager::RunAdmission() {
   free.gpus = 0;  // the GPUs that can take work now: free, healthy, not drained
   for (size_t g = 0; g < gpu_busy_.size(); ++g) free.gpus += GpuUsable(g) ? 1 : 0;
   std::vector<sched::Admission> admissions = engine_.Schedule();
+  ArmBackoffTimer();  // the pass that admits what backed off, when it may
   std::set<std::string> not_to_start;
   for (const sched::Eviction& ev : engine_.TakeEvictions()) {
     auto it = jobs_by_id_.find(ev.victim_id);
@@ -495,7 +503,9 @@ void JobManager::RunAdmission() {
       continue;
     }
     Count("taugrid_preemptions_total", {{"reason", ev.reason}});
-    victim.rec.preempted_by = ev.preemptor_id.empty() ? "its ClusterQueue's stopPolicy HoldAndDrain" : ev.preemptor_id;
+    victim.rec.preempted_by = !ev.preemptor_id.empty()            ? ev.preemptor_id
+                              : ev.reason == "LocalQueueStopped" ? "its LocalQueue's stopPolicy HoldAndDrain"
+                                                                 : "its ClusterQueue's stopPolicy HoldAndDrain";
     std::string message = fmt::format("preempted by {} ({}); SIGTERM sent, SIGKILL after {}", victim.rec.preempted_by,
                                       ev.reason, FormatDuration(victim.spec.checkpoint.grace_period));
     // Recorded before the signal, so that a restart in between still

@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "resume/checkpoint_index.h"
 #include "resume/retry_policy.h"
+#include "sched/requeue_backoff.h"
 #include "server/job_manager.h"
 
 namespace tau::server {
@@ -55,6 +56,39 @@ JobState JobManager::ApplyRetryPolicy(Job& job, const std::string& reason, std::
   job.rec.retry_at = NowMs() + d.delay.count();
   *message += fmt::format("; attempt {} in {} ({})", job.rec.attempt + 1, FormatDuration(d.delay), budget);
   return JobState::kRetrying;
+}
+
+JobState JobManager::ApplyRequeueBackoff(Job& job, std::string* reason, std::string* message) {
+  const auto& strategy = engine_.config().requeuing_strategy;
+  if (!strategy) return JobState::kQueued;
+  int64_t evictions = 1;  // this attempt's, and the earlier ones'
+  for (const auto& a : job.attempts) {
+    if (a.number != job.rec.attempt && a.reason == "Preempted") ++evictions;
+  }
+  const std::optional<int64_t> delay = sched::RequeueDelayMs(*strategy, evictions);
+  if (!delay) {
+    *reason = "RequeuingLimitExceeded";
+    *message += fmt::format("; not requeued: eviction {} is past waitForPodsReady.requeuingStrategy."
+                            "backoffLimitCount ({})", evictions, strategy->backoff_limit_count.value_or(0));
+    return JobState::kFailed;
+  }
+  if (*delay > 0) {
+    job.rec.retry_at = NowMs() + *delay;
+    *message += fmt::format("; requeue backoff {} (eviction {})", FormatDuration(std::chrono::milliseconds(*delay)),
+                            evictions);
+  }
+  return JobState::kQueued;
+}
+
+void JobManager::ArmBackoffTimer() {
+  const std::optional<int64_t> next = engine_.NextBackoffEnd();
+  if (!next || !options_.after) return;
+  if (backoff_timer_at_ && *backoff_timer_at_ <= *next) return;  // an earlier timer covers it
+  backoff_timer_at_ = *next;
+  options_.after(std::chrono::milliseconds(std::max<int64_t>(0, *next - NowMs())), [this] {
+    backoff_timer_at_.reset();
+    ScheduleAdmission();
+  });
 }
 
 void JobManager::ArmRetryTimer() {
