@@ -33,6 +33,9 @@ using spec::Node;
 struct WorkloadSpec {
   sched::Workload workload;
   std::string line;  // where it is written, for messages
+  // A pending workload requeued after an eviction whose backoff ends this
+  // many seconds after the pass (Kueue's requeueState.requeueAt); 0: none.
+  int64_t backoff_seconds = 0;
 };
 
 struct Scenario {
@@ -114,7 +117,8 @@ std::string Parse(const std::string& text, const std::string& file, Scenario* ou
         return file + ":" + Where(item) + ": a workload needs name, queue and requests";
       }
       for (const auto& e : item.entries) {
-        static const std::vector<std::string> kKeys = {"name", "queue", "namespace", "priority", "count", "requests"};
+        static const std::vector<std::string> kKeys = {"name",     "queue",       "namespace",    "priority", "count",
+                                                       "requests", "tolerations", "nodeSelector", "backoffSeconds"};
         if (std::find(kKeys.begin(), kKeys.end(), e.key.scalar) == kKeys.end()) {
           return file + ":" + Where(e.key) + ": unknown workload field \"" + e.key.scalar + "\"";
         }
@@ -132,6 +136,21 @@ std::string Parse(const std::string& text, const std::string& file, Scenario* ou
         if (!q.ok()) return file + ":" + Where(r.value) + ": " + q.status().message();
         w.workload.per_pod[r.key.scalar] = q->milli();
       }
+      // The pods' tolerations and node selector, as in a pod template.
+      if (const Node* tols = item.Find("tolerations")) {
+        if (!tols->IsSequence()) return file + ":" + Where(*tols) + ": tolerations: expected a list";
+        for (const Node& t : tols->items) {
+          auto field = [&](const char* key) { return t.Find(key) ? t.Find(key)->scalar : std::string(); };
+          sched::Toleration tol{field("key"), field("operator"), field("value"), field("effect")};
+          if (tol.op.empty()) tol.op = "Equal";
+          w.workload.tolerations.push_back(std::move(tol));
+        }
+      }
+      if (const Node* sel = item.Find("nodeSelector")) {
+        if (!sel->IsMapping()) return file + ":" + Where(*sel) + ": nodeSelector: expected a mapping";
+        for (const auto& e : sel->entries) w.workload.node_selector[e.key.scalar] = e.value.scalar;
+      }
+      if (const Node* b = item.Find("backoffSeconds")) w.backoff_seconds = std::atoll(b->scalar.c_str());
       list->push_back(std::move(w));
     }
     return "";
@@ -176,7 +195,13 @@ TEST_P(KueueConformanceTest, Scenario) {
   SCOPED_TRACE("upstream: " + s.upstream);
 
   sched::AdmissionEngine e;
-  e.Configure(s.config);
+  // The admitted workloads were admitted before any queue was stopped:
+  // the setup runs with every stopPolicy None, the pass with the objects
+  // as written.
+  sched::KueueConfig before_stop = s.config;
+  for (auto& cq : before_stop.cluster_queues) cq.stop_policy = "None";
+  for (auto& lq : before_stop.local_queues) lq.stop_policy = "None";
+  e.Configure(before_stop);
   // The admitted workloads, one at a time in the order written (which is
   // their admission order).
   for (const WorkloadSpec& w : s.admitted) {
@@ -188,10 +213,15 @@ TEST_P(KueueConformanceTest, Scenario) {
         << (why ? ": " + why->reason + ": " + why->message : "");
     ASSERT_TRUE(e.TakeEvictions().empty()) << w.line << ": setting up " << w.workload.id << " preempted something";
   }
+  e.Configure(s.config);
   // Then the pending ones arrive together, and one pass runs.
   std::vector<std::string> refused;
   for (const WorkloadSpec& w : s.pending) {
-    if (!e.Submit(w.workload).ok()) refused.push_back(w.workload.id);
+    if (!e.Submit(w.workload).ok()) {
+      refused.push_back(w.workload.id);
+    } else if (w.backoff_seconds > 0) {
+      e.SetBackoff(w.workload.id, w.backoff_seconds * 1000);  // the engine's clock is at 0
+    }
   }
   EXPECT_EQ(refused, s.expect_refused) << "refused at submission";
   std::vector<std::string> admitted;
