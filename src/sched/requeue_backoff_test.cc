@@ -26,5 +26,12 @@ TEST(RequeueBackoffTest, PastTheLimitCountTheWorkloadIsDeactivated) {
   EXPECT_EQ(RequeueDelayMs(s, 3), std::nullopt);
 }
 
+TEST(RequeueBackoffTest, TheBackoffMessageRoundsTheTimeLeftUpToWholeSeconds) {
+  EXPECT_EQ(BackoffMessage(59'001), "requeued after an eviction; may be admitted again in 60s");
+  EXPECT_EQ(BackoffMessage(60'000), "requeued after an eviction; may be admitted again in 60s");
+  EXPECT_EQ(BackoffMessage(1), "requeued after an eviction; may be admitted again in 1s");
+  EXPECT_EQ(BackoffMessage(-5), "requeued after an eviction; may be admitted again in 0s");
+}
+
 }  // namespace
 }  // namespace tau::sched

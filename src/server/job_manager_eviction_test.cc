@@ -79,7 +79,7 @@ TEST_F(JobManagerTest, ALocalQueueOnHoldAdmitsNothingAndHoldAndDrainRequeuesWhat
   EXPECT_EQ(View(b)->job.state, JobState::kRunning);
 }
 
-class RequeueBackoffTest : public JobManagerTest {
+class EvictionBackoffTest : public JobManagerTest {
  protected:
   void SetUp() override {
     JobManagerTest::SetUp();
@@ -117,7 +117,7 @@ class RequeueBackoffTest : public JobManagerTest {
   std::vector<std::pair<std::chrono::milliseconds, std::function<void()>>> timers_;
 };
 
-TEST_F(RequeueBackoffTest, AnEvictedJobWaitsOutItsBackoffAndAWokenPassAdmitsIt) {
+TEST_F(EvictionBackoffTest, AnEvictedJobWaitsOutItsBackoffAndAWokenPassAdmitsIt) {
   FakeRunner runner;
   auto jobs = Manager(&runner, /*preemption=*/true);
   const std::string low =
@@ -156,7 +156,7 @@ TEST_F(RequeueBackoffTest, AnEvictedJobWaitsOutItsBackoffAndAWokenPassAdmitsIt) 
   EXPECT_THAT(events->back().message, HasSubstr("; requeue backoff 2m (eviction 2)"));
 }
 
-TEST_F(RequeueBackoffTest, TheBackoffSurvivesADaemonRestart) {
+TEST_F(EvictionBackoffTest, TheBackoffSurvivesADaemonRestart) {
   std::string low;
   {
     FakeRunner first;
@@ -174,7 +174,7 @@ TEST_F(RequeueBackoffTest, TheBackoffSurvivesADaemonRestart) {
   EXPECT_EQ(WhyMessage(*jobs, low), "requeued after an eviction; may be admitted again in 50s");
 }
 
-TEST_F(RequeueBackoffTest, PastTheBackoffLimitCountAnEvictedJobEnds) {
+TEST_F(EvictionBackoffTest, PastTheBackoffLimitCountAnEvictedJobEnds) {
   tweak_ = [](JobManagerOptions& o) {
     o.kueue.requeuing_strategy = sched::RequeuingStrategy{};
     o.kueue.requeuing_strategy->backoff_limit_count = 0;
