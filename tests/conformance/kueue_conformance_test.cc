@@ -142,7 +142,9 @@ std::string Parse(const std::string& text, const std::string& file, Scenario* ou
         for (const Node& t : tols->items) {
           auto field = [&](const char* key) { return t.Find(key) ? t.Find(key)->scalar : std::string(); };
           sched::Toleration tol{field("key"), field("operator"), field("value"), field("effect")};
-          if (tol.op.empty()) tol.op = "Equal";
+          if (tol.op.empty()) {
+            tol.op = "Equal";
+          }
           w.workload.tolerations.push_back(std::move(tol));
         }
       }
@@ -150,7 +152,9 @@ std::string Parse(const std::string& text, const std::string& file, Scenario* ou
         if (!sel->IsMapping()) return file + ":" + Where(*sel) + ": nodeSelector: expected a mapping";
         for (const auto& e : sel->entries) w.workload.node_selector[e.key.scalar] = e.value.scalar;
       }
-      if (const Node* b = item.Find("backoffSeconds")) w.backoff_seconds = std::atoll(b->scalar.c_str());
+      if (const Node* b = item.Find("backoffSeconds")) {
+        w.backoff_seconds = std::atoll(b->scalar.c_str());
+      }
       list->push_back(std::move(w));
     }
     return "";
