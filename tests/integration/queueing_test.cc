@@ -179,6 +179,82 @@ spec:
   EXPECT_THAT(Tau({"events", low}).out, HasSubstr("Preempted"));
 }
 
+// The LocalQueue "small" of kOneCpuQueue with `stop_policy`.
+std::string SmallLocalQueue(const std::string& stop_policy) {
+  return "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {namespace: default, name: small}\n"
+         "spec: {clusterQueue: small, stopPolicy: " + stop_policy + "}\n";
+}
+
+TEST_F(QueueingTest, ALocalQueueStopPolicyHoldsItsJobsAndHoldAndDrainRequeuesTheRunningOne) {
+  WriteFile("small.yaml", kOneCpuQueue);
+  ASSERT_EQ(Tau({"admin", "apply", "-f", "small.yaml"}).exit_code, 0);
+  std::string spec = WriteSpec("one.yaml",
+      "schema_version: 1\nname: one-cpu\nqueue: small\nrun:\n  entrypoint: 'sleep 30'\ncompute:\n  cpus: 1\n  memory: 256Mi\n");
+  std::string a = Submit(spec);
+  ASSERT_TRUE(WaitForState(a, "Running"));
+
+  WriteFile("hold.yaml", SmallLocalQueue("Hold"));
+  ASSERT_EQ(Tau({"admin", "apply", "-f", "hold.yaml"}).exit_code, 0);
+  std::string b = Submit(spec);
+  ASSERT_TRUE(WaitUntil([&] { return Job(b)["reason"] == "LocalQueueStopped"; })) << Job(b).dump();
+  EXPECT_THAT(Tau({"why", b}).out, HasSubstr("LocalQueue default/small is inactive: it has stopPolicy Hold"));
+  EXPECT_EQ(Job(a)["state"], "Running") << "Hold keeps what runs";
+
+  WriteFile("drain.yaml", SmallLocalQueue("HoldAndDrain"));
+  ASSERT_EQ(Tau({"admin", "apply", "-f", "drain.yaml"}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil([&] { return Job(a)["state"] == "Queued" && Job(a)["reason"] == "LocalQueueStopped"; }))
+      << Job(a).dump();
+  EXPECT_THAT(Tau({"events", a}).out, HasSubstr("its LocalQueue's stopPolicy HoldAndDrain"));
+
+  WriteFile("none.yaml", SmallLocalQueue("None"));
+  ASSERT_EQ(Tau({"admin", "apply", "-f", "none.yaml"}).exit_code, 0);
+  ASSERT_TRUE(WaitForState(a, "Running")) << "the older job runs again first";
+  EXPECT_EQ(Job(b)["state"], "Queued");
+  Tau({"cancel", a, b});
+}
+
+TEST_F(QueueingTest, WithARequeuingStrategyAPreemptedJobBacksOffBeforeItMayRunAgain) {
+  WriteFile("preempt.yaml", std::string(kOneCpuQueue) + R"(---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: small
+spec:
+  namespaceSelector: {}
+  preemption:
+    withinClusterQueue: LowerPriority
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: default
+      resources:
+      - name: cpu
+        nominalQuota: 1
+      - name: memory
+        nominalQuota: 4Gi
+---
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+waitForPodsReady:
+  enable: true
+  requeuingStrategy: {backoffBaseSeconds: 600}
+)");
+  ASSERT_EQ(Tau({"admin", "apply", "-f", "preempt.yaml"}).exit_code, 0);
+  std::string low = Submit(WriteSpec("low.yaml",
+      "schema_version: 1\nname: low\nqueue: small\nrun:\n  entrypoint: 'sleep 30'\ncompute:\n  cpus: 1\n  memory: 256Mi\n"));
+  ASSERT_TRUE(WaitForState(low, "Running"));
+  std::string high = Submit(WriteSpec("high.yaml",
+      "schema_version: 1\nname: high\nqueue: small\npriority: high\nrun:\n  entrypoint: 'sleep 30'\n"
+      "compute:\n  cpus: 1\n  memory: 256Mi\n"));
+  ASSERT_TRUE(WaitForState(high, "Running"));
+  ASSERT_TRUE(WaitUntil([&] { return Job(low)["reason"] == "Backoff"; })) << Job(low).dump();
+  EXPECT_EQ(Job(low)["state"], "Queued");
+  CommandResult why = Tau({"why", low});
+  EXPECT_THAT(why.out, HasSubstr("Backoff"));
+  EXPECT_THAT(why.out, HasSubstr("requeued after an eviction; may be admitted again in"));
+  Tau({"cancel", low, high});
+}
+
 TEST_F(QueueingTest, FairSharingIsTurnedOnByKueuesConfigurationAndShowsWeightedShares) {
   CommandResult applied = Tau({"admin", "apply", "-f", SourcePath("tests/kueue/fair-sharing-setup.yaml")});
   ASSERT_EQ(applied.exit_code, 0) << applied.err;
