@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "cli/api_client.h"
@@ -157,7 +158,13 @@ int RunWhy(const std::string& id) {
     if (reason.empty()) std::printf("It is about to be admitted.\n");
     else std::printf("%s: %s\n", reason.c_str(), message.c_str());
     const json& holders = (*why)["holders"];
-    if (!holders.empty() && reason != "Held" && reason != "WaitingForDependencies") {
+    // Quota holders matter only to a job waiting for quota: not to one held,
+    // waiting for its dependencies, backing off, or in a stopped or
+    // inactive queue.
+    static const std::set<std::string> kNotForQuota = {"Held", "WaitingForDependencies", "Backoff",
+                                                       "LocalQueueStopped", "ClusterQueueStopped",
+                                                       "ClusterQueueInactive"};
+    if (!holders.empty() && !kNotForQuota.count(reason)) {
       std::printf("It can start when quota is released by:\n");
       for (const json& h : holders) {
         std::printf("  %s (%s) in %s/%s, using %s\n", h.value("id", "").c_str(), h.value("name", "").c_str(),

@@ -197,7 +197,9 @@ TEST_F(QueueingTest, ALocalQueueStopPolicyHoldsItsJobsAndHoldAndDrainRequeuesThe
   ASSERT_EQ(Tau({"admin", "apply", "-f", "hold.yaml"}).exit_code, 0);
   std::string b = Submit(spec);
   ASSERT_TRUE(WaitUntil([&] { return Job(b)["reason"] == "LocalQueueStopped"; })) << Job(b).dump();
-  EXPECT_THAT(Tau({"why", b}).out, HasSubstr("LocalQueue default/small is inactive: it has stopPolicy Hold"));
+  CommandResult why = Tau({"why", b});
+  EXPECT_THAT(why.out, HasSubstr("LocalQueue default/small is inactive: it has stopPolicy Hold"));
+  EXPECT_THAT(why.out, ::testing::Not(HasSubstr("It can start when quota is released by"))) << "quota is not what it waits for";
   EXPECT_EQ(Job(a)["state"], "Running") << "Hold keeps what runs";
 
   WriteFile("drain.yaml", SmallLocalQueue("HoldAndDrain"));
@@ -252,6 +254,7 @@ waitForPodsReady:
   CommandResult why = Tau({"why", low});
   EXPECT_THAT(why.out, HasSubstr("Backoff"));
   EXPECT_THAT(why.out, HasSubstr("requeued after an eviction; may be admitted again in"));
+  EXPECT_THAT(why.out, ::testing::Not(HasSubstr("It can start when quota is released by")));
   Tau({"cancel", low, high});
 }
 
