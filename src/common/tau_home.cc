@@ -35,6 +35,10 @@ std::filesystem::path TauHome::status_file(const std::string& id, int64_t attemp
 }
 
 std::filesystem::path TauHome::attempt_lock(const std::string& id, int64_t attempt, int rank) const {
+  return shim_dir(id) / std::to_string(attempt) / fmt::format("rank-{}.lock", rank);
+}
+
+std::filesystem::path TauHome::legacy_attempt_lock(const std::string& id, int64_t attempt, int rank) const {
   return attempt_dir(id, attempt) / fmt::format("rank-{}.lock", rank);
 }
 

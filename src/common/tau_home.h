@@ -14,8 +14,10 @@ namespace tau {
 //   server.log            its log when started in the background
 //   blobs/sha256/HEX      uploaded code snapshots (content-addressed)
 //   jobs/ID/code/         the job's unpacked snapshot (its working folder)
-//   jobs/ID/attempts/N/   rank-R.log, rank-R.status.json, rank-R.lock
+//   jobs/ID/attempts/N/   rank-R.log, rank-R.status.json
 //   jobs/ID/checkpoints/  jobs/ID/outputs/  jobs/ID/metrics.jsonl
+//   shims/ID/N/rank-R.lock  each rank's shim lock and record, kept out of
+//                           the job's folder so the job cannot remove them
 class TauHome {
  public:
   explicit TauHome(std::filesystem::path root) : root_(std::move(root)) {}
@@ -36,7 +38,12 @@ class TauHome {
   std::filesystem::path attempt_dir(const std::string& id, int64_t attempt) const;
   std::filesystem::path log_file(const std::string& id, int64_t attempt, int rank) const;
   std::filesystem::path status_file(const std::string& id, int64_t attempt, int rank = 0) const;
+  // The lock a rank's tau-shim holds, with its record (docs/shim.md).
   std::filesystem::path attempt_lock(const std::string& id, int64_t attempt, int rank = 0) const;
+  // Where shims started by an earlier version kept it, in the job's folder.
+  std::filesystem::path legacy_attempt_lock(const std::string& id, int64_t attempt, int rank = 0) const;
+  // Every lock of a job's shims.
+  std::filesystem::path shim_dir(const std::string& id) const { return root_ / "shims" / id; }
   std::filesystem::path checkpoint_dir(const std::string& id) const { return job_dir(id) / "checkpoints"; }
   std::filesystem::path output_dir(const std::string& id) const { return job_dir(id) / "outputs"; }
   std::filesystem::path metrics_file(const std::string& id) const { return job_dir(id) / "metrics.jsonl"; }

@@ -16,21 +16,43 @@ namespace {
 // A status file is a few hundred bytes; anything larger is not one.
 constexpr off_t kMaxStatusBytes = 1 << 20;
 
+// What a status file is, in words, when it is not a regular file.
+std::string Kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a fifo";
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a plain file";
+}
+
 // Reads a status file the job could have tampered with (it lives in the
 // job's folder): a link is not followed, and a fifo or device is never
-// read, so nothing a job leaves there can block the caller. Sets *err to
-// the errno of a failure (ENOENT when absent).
-std::optional<std::string> ReadStatusText(const std::string& path, int* err) {
+// read, so nothing a job leaves there can block the caller. NotFound when
+// it is absent; InvalidArgument, saying what is there, when it is not a
+// regular file of a status's size.
+Result<std::string> ReadStatusText(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
-    *err = errno;
-    return std::nullopt;
+    const int err = errno;
+    struct stat lst {};
+    if (err != ENOENT && ::lstat(path.c_str(), &lst) == 0 && !S_ISREG(lst.st_mode)) {
+      return InvalidArgumentError(fmt::format("status file {} is not a regular file ({})", path, Kind(lst.st_mode)));
+    }
+    return ErrnoError(err, fmt::format("read {}", path));
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxStatusBytes) {
-    *err = EINVAL;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    return std::nullopt;
+    return ErrnoError(err, fmt::format("stat {}", path));
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size > kMaxStatusBytes) {
+    ::close(fd);
+    if (!S_ISREG(st.st_mode)) {
+      return InvalidArgumentError(fmt::format("status file {} is not a regular file ({})", path, Kind(st.st_mode)));
+    }
+    return InvalidArgumentError(fmt::format("status file {} holds {} bytes, too many for a status", path, st.st_size));
   }
   std::string text(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
@@ -69,17 +91,17 @@ Result<ExitStatus> ParseExitStatus(std::string_view text) {
 }
 
 Result<ExitStatus> ReadExitStatus(const std::string& path) {
-  int err = 0;
-  std::optional<std::string> text = ReadStatusText(path, &err);
-  if (!text) {
-    // The reservation holds blanks until the whole status is written into it.
-    int tmp_err = 0;
-    std::optional<std::string> tmp = ReadStatusText(path + ".tmp", &tmp_err);
-    if (tmp && err == ENOENT) {
+  Result<std::string> text = ReadStatusText(path);
+  if (!text.ok()) {
+    if (text.error().code() != StatusCode::kNotFound) return text.error();
+    // The reservation holds blanks until the whole status is written into
+    // it; something else there is not the shim's.
+    Result<std::string> tmp = ReadStatusText(path + ".tmp");
+    if (!tmp.ok() && tmp.error().code() != StatusCode::kNotFound) return tmp.error();
+    if (tmp.ok()) {
       if (auto parsed = ParseExitStatus(*tmp); parsed.ok()) return parsed;
     }
-    if (err == EINVAL) return InvalidArgumentError(fmt::format("{} is not a regular status file", path));
-    return ErrnoError(err, fmt::format("read {}", path));
+    return text.error();
   }
   auto status = ParseExitStatus(*text);
   if (!status.ok()) return status.error().WithContext(path);
@@ -87,7 +109,10 @@ Result<ExitStatus> ReadExitStatus(const std::string& path) {
 }
 
 bool StatusReserved(const std::string& path) {
-  return ::access(path.c_str(), F_OK) == 0 || ::access((path + ".tmp").c_str(), F_OK) == 0;
+  // Whatever is there, a link or a fifo included: only the job or its shim
+  // could have put it there.
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 || ::lstat((path + ".tmp").c_str(), &st) == 0;
 }
 
 }  // namespace tau::exec

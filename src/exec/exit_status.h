@@ -32,10 +32,17 @@ Result<ExitStatus> ParseExitStatus(std::string_view json);
 // Reads and parses the status file at `path`, or the complete status left
 // in PATH.tmp when the shim could not rename it; NotFound when neither
 // holds one (the attempt has not ended, or its shim was killed).
+// InvalidArgument, naming the file and what it is, when either is not a
+// regular file (a fifo, a link, a folder: not the shim's doing) or PATH
+// holds no status: the attempt's end cannot be read, yet its job may have
+// run.
 Result<ExitStatus> ReadExitStatus(const std::string& path);
 
-// Whether the shim reserved the status file (PATH.tmp or PATH exists): it
-// does so just before it starts the job, so without it the job never ran.
+// Whether anything is at PATH.tmp or PATH: the shim reserves PATH.tmp just
+// before it starts the job, and a file of another kind there was put by the
+// job or what it left running. Without either the shim never got that far,
+// unless the job removed them: the shim's record (ShimRecord::job_started)
+// says so where the job cannot reach.
 bool StatusReserved(const std::string& path);
 
 }  // namespace tau::exec

@@ -6,21 +6,26 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <thread>
 
+#include "common/strings.h"
 #include "exec/process_info.h"
 
 namespace tau::exec {
 namespace {
 
-// Reads up to `limit` bytes of a /proc file ("" when it cannot be read).
-std::string ReadSmallFile(const std::string& path, size_t limit) {
+// Reads up to `limit` bytes of a /proc or cgroup file; nullopt when it
+// cannot be opened.
+std::optional<std::string> ReadSmallFile(const std::string& path, size_t limit) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
+  if (fd < 0) return std::nullopt;
   std::string out;
   char buf[8192];
   while (out.size() < limit) {
@@ -40,7 +45,7 @@ struct ProcStat {
 };
 
 std::optional<ProcStat> ReadStat(int64_t pid) {
-  std::string line = ReadSmallFile(fmt::format("/proc/{}/stat", pid), 4096);
+  std::string line = ReadSmallFile(fmt::format("/proc/{}/stat", pid), 4096).value_or("");
   // "PID (COMM) STATE PPID PGRP SESSION ...": COMM may hold spaces and ')'.
   size_t close = line.rfind(')');
   if (close == std::string::npos || close + 2 >= line.size()) return std::nullopt;
@@ -56,9 +61,11 @@ std::optional<ProcStat> ReadStat(int64_t pid) {
   return st;
 }
 
+bool Dead(const std::optional<ProcStat>& st) { return !st || st->state == 'Z' || st->state == 'X'; }
+
 bool EnvironHasAll(int64_t pid, const std::vector<std::string>& env) {
   if (env.empty()) return false;
-  std::string environ = ReadSmallFile(fmt::format("/proc/{}/environ", pid), 1 << 20);
+  std::string environ = ReadSmallFile(fmt::format("/proc/{}/environ", pid), 1 << 20).value_or("");
   if (environ.empty()) return false;
   environ.insert(environ.begin(), '\0');
   environ.push_back('\0');
@@ -72,39 +79,24 @@ bool EnvironHasAll(int64_t pid, const std::vector<std::string>& env) {
   return true;
 }
 
-}  // namespace
+// One look at the attempt's live processes.
+struct Probe {
+  std::vector<int64_t> pids;  // live processes of the attempt (a pid may appear twice)
+  bool cgroup_read = false;   // its cgroup.procs could be read
+};
 
-std::optional<ShimRecord> ReadShimRecord(const std::string& lock_path) {
-  std::ifstream in(lock_path);
-  ShimRecord r;
-  if (!(in >> r.pid) || r.pid <= 0) return std::nullopt;
-  in >> r.start_ticks >> r.boot_id;
-  return r;
-}
-
-std::string CurrentBootId() {
-  std::string id = ReadSmallFile("/proc/sys/kernel/random/boot_id", 64);
-  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
-  return id;
-}
-
-Leftovers KillLeftovers(const AttemptProcesses& attempt) {
-  Leftovers out;
+// Finds the attempt's live processes: those in its cgroup, those of the
+// shim's session and those carrying its environment.
+Probe Look(const AttemptProcesses& attempt) {
+  Probe probe;
   const std::optional<ShimRecord>& shim = attempt.shim;
-  if (shim && !shim->boot_id.empty() && shim->boot_id != CurrentBootId()) {
-    out.rebooted = true;
-    return out;
-  }
   if (!attempt.cgroup_dir.empty()) {
-    // cgroup.kill where the kernel has it; what is still listed is alive.
-    if (std::ofstream killer(attempt.cgroup_dir + "/cgroup.kill"); killer) killer << "1\n";
-    std::istringstream procs(ReadSmallFile(attempt.cgroup_dir + "/cgroup.procs", 1 << 20));
+    std::optional<std::string> listed = ReadSmallFile(attempt.cgroup_dir + "/cgroup.procs", 1 << 20);
+    probe.cgroup_read = listed.has_value();
+    std::istringstream procs(listed.value_or(""));
     int64_t pid;
     while (procs >> pid) {
-      auto st = ReadStat(pid);
-      if (!st || st->state == 'Z' || st->state == 'X') continue;
-      ::kill(static_cast<pid_t>(pid), SIGKILL);
-      ++out.alive;
+      if (!Dead(ReadStat(pid))) probe.pids.push_back(pid);
     }
   }
   // The session is the shim's pid. A live process with that pid that is
@@ -117,21 +109,100 @@ Leftovers KillLeftovers(const AttemptProcesses& attempt) {
   }
   const int64_t self = ::getpid();
   DIR* dir = ::opendir("/proc");
-  if (!dir) return out;
+  if (!dir) return probe;
   while (struct dirent* e = ::readdir(dir)) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
     const int64_t pid = std::atoll(e->d_name);
     if (pid == self) continue;
     auto st = ReadStat(pid);
-    if (!st || st->state == 'Z' || st->state == 'X') continue;
+    if (Dead(st)) continue;
     if (shim && shim->start_ticks != 0 && st->start_ticks < shim->start_ticks) continue;
     const bool ours = (use_session && st->session == shim->pid) || EnvironHasAll(pid, attempt.env);
-    if (!ours) continue;
-    ::kill(static_cast<pid_t>(pid), SIGKILL);
-    ++out.alive;
+    if (ours) probe.pids.push_back(pid);
   }
   ::closedir(dir);
-  return out;
+  return probe;
+}
+
+bool Rebooted(const AttemptProcesses& attempt) {
+  const std::optional<ShimRecord>& shim = attempt.shim;
+  return shim && !shim->boot_id.empty() && shim->boot_id != CurrentBootId();
+}
+
+}  // namespace
+
+std::optional<ShimRecord> ReadShimRecord(const std::string& lock_path) {
+  std::ifstream in(lock_path);
+  ShimRecord r;
+  if (!(in >> r.pid) || r.pid <= 0) return std::nullopt;
+  std::string started;
+  in >> r.start_ticks >> r.boot_id >> started;
+  r.job_started = started == "started";
+  return r;
+}
+
+std::string CurrentBootId() {
+  std::string id = ReadSmallFile("/proc/sys/kernel/random/boot_id", 64).value_or("");
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
+int64_t CountLeftovers(const AttemptProcesses& attempt) {
+  if (Rebooted(attempt)) return 0;
+  std::vector<int64_t> pids = Look(attempt).pids;
+  std::sort(pids.begin(), pids.end());
+  return std::unique(pids.begin(), pids.end()) - pids.begin();
+}
+
+Result<Leftovers> KillLeftovers(const AttemptProcesses& attempt, const KillLimits& limits) {
+  Leftovers out;
+  if (Rebooted(attempt)) {
+    out.rebooted = true;
+    return out;
+  }
+  auto send = [&](int64_t pid) {
+    if (limits.send_signal) {
+      limits.send_signal(pid, SIGKILL);
+    } else {
+      ::kill(static_cast<pid_t>(pid), SIGKILL);
+    }
+  };
+  const auto give_up = std::chrono::steady_clock::now() + limits.patience;
+  auto pause = std::chrono::microseconds(500);
+  std::set<int64_t> killed;
+  for (;;) {
+    // Kill what is there; cgroup.kill where the kernel has it also takes
+    // what the cgroup gains meanwhile.
+    if (!attempt.cgroup_dir.empty()) {
+      if (std::ofstream killer(attempt.cgroup_dir + "/cgroup.kill"); killer) killer << "1\n";
+    }
+    for (int64_t pid : Look(attempt).pids) {
+      send(pid);
+      killed.insert(pid);
+    }
+    // Then count: a process forked while its parent was being killed, or
+    // one SIGKILL has not ended yet, is still there.
+    Probe probe = Look(attempt);
+    if (probe.pids.empty()) {
+      out.killed = static_cast<int64_t>(killed.size());
+      out.contained = probe.cgroup_read;
+      return out;
+    }
+    if (std::chrono::steady_clock::now() >= give_up) {
+      std::sort(probe.pids.begin(), probe.pids.end());
+      probe.pids.erase(std::unique(probe.pids.begin(), probe.pids.end()), probe.pids.end());
+      std::vector<std::string> shown;
+      for (size_t i = 0; i < probe.pids.size() && i < 10; ++i) shown.push_back(std::to_string(probe.pids[i]));
+      if (probe.pids.size() > shown.size()) shown.push_back("...");
+      return DeadlineExceededError(fmt::format(
+          "{} process{} of the attempt {} still alive {} ms after SIGKILL (pid{} {}): stuck in the kernel, or "
+          "forking faster than they are killed",
+          probe.pids.size(), probe.pids.size() == 1 ? "" : "es", probe.pids.size() == 1 ? "is" : "are",
+          limits.patience.count(), probe.pids.size() == 1 ? "" : "s", Join(shown, ", ")));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace tau::exec

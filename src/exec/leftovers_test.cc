@@ -9,78 +9,46 @@
 #include <spawn.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
-#include <set>
-#include <sstream>
 
 #include "exec/exit_status.h"
-#include "exec/process_info.h"
-#include "exec/process_watcher.h"
-#include "exec/shim_launcher.h"
+#include "exec/shim_test_support.h"
 
 namespace tau::exec {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Gone, or a zombie nobody reaped yet (it holds nothing any more).
-bool Gone(int64_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return true;
-  size_t close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
-}
-
-class LeftoversTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("tau-leftovers-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    for (int64_t pid : started_) ::kill(static_cast<pid_t>(pid), SIGKILL);
-    fs::remove_all(dir_);
-  }
-  ShimLaunch Launch(std::vector<std::string> argv, std::vector<std::string> env) {
-    ShimLaunch l;
-    l.shim_path = std::string(TAU_BIN_DIR) + "/tau-shim";
-    l.argv = std::move(argv);
-    l.env = std::move(env);
-    l.env.push_back("PATH=/usr/bin:/bin");
-    l.cwd = dir_.string();
-    l.log_path = (dir_ / "rank-0.log").string();
-    l.status_path = (dir_ / "status.json").string();
-    l.lock_path = (dir_ / "lock").string();
-    l.grace_ms = 200;
-    return l;
-  }
-  int64_t ReadPid(const std::string& name) {
-    for (int i = 0; i < 3000; ++i) {  // a hang guard, not a timing assertion
-      std::ifstream in(dir_ / name);
-      int64_t pid = 0;
-      if (in >> pid && pid > 0) {
-        started_.push_back(pid);
-        return pid;
-      }
-      ::usleep(10000);
-    }
-    ADD_FAILURE() << "no " << name;
-    return 0;
-  }
-  fs::path dir_;
-  std::vector<int64_t> started_;
-};
+using ::testing::HasSubstr;
 
 const std::vector<std::string> kAttemptEnv = {"TAU_JOB_ID=j_leftover01", "TAU_ATTEMPT=1", "TAU_WORKER_INDEX=0"};
 
+class LeftoversTest : public ShimFolderTest {
+ protected:
+  void TearDown() override {
+    // Whatever a failed test left of the attempt (a fork storm included).
+    AttemptProcesses attempt{record_, kAttemptEnv, ""};
+    for (int i = 0; i < 20 && CountLeftovers(attempt) > 0; ++i) (void)KillLeftovers(attempt);
+    ShimFolderTest::TearDown();
+  }
+  // Starts `script` under a shim, waits until it wrote `ready` in its
+  // folder, then kills the shim with SIGKILL and waits until it is gone.
+  ShimRecord RunAndKillShim(const std::string& script, const std::string& ready) {
+    ShimLaunch l = Launch({"/bin/sh", "-c", script}, kAttemptEnv);
+    ShimExit exit;
+    ShimProcess shim = Start(l, &exit);
+    for (int i = 0; i < 3000 && !fs::exists(dir_ / ready); ++i) ::usleep(10000);  // a hang guard
+    EXPECT_TRUE(fs::exists(dir_ / ready)) << Log();
+    record_ = ReadShimRecord(l.lock_path);
+    EXPECT_TRUE(record_.has_value());
+    EXPECT_EQ(::kill(static_cast<pid_t>(shim.pid), SIGKILL), 0);
+    EXPECT_TRUE(exit.Wait());
+    return record_.value_or(ShimRecord{});
+  }
+  std::optional<ShimRecord> record_;
+};
+
 TEST_F(LeftoversTest, AKilledShimsJobIsFoundAndKilledEvenOutsideItsSession) {
-  // The job, and a process of it that left the shim's session.
-  ShimLaunch l = Launch({"/bin/sh", "-c", "setsid sleep 1000 & echo $! > escaped; echo $$ > main; exec sleep 1000"},
-                        kAttemptEnv);
   // Another attempt of the same job (as a retry would be): never touched.
   std::vector<std::string> other_env = {"TAU_JOB_ID=j_leftover01", "TAU_ATTEMPT=2", "TAU_WORKER_INDEX=0",
                                         "PATH=/usr/bin:/bin"};
@@ -93,56 +61,122 @@ TEST_F(LeftoversTest, AKilledShimsJobIsFoundAndKilledEvenOutsideItsSession) {
   ASSERT_EQ(::posix_spawn(&other, "/bin/sleep", nullptr, nullptr, argv.data(), envp.data()), 0);
   started_.push_back(other);
 
-  std::mutex mu;
-  std::condition_variable cv;
-  bool shim_gone = false;
-  ProcessWatcher watcher([&](uint64_t) {
-    std::lock_guard lock(mu);
-    shim_gone = true;
-    cv.notify_all();
-  });
-  auto shim = LaunchShim(l);
-  ASSERT_TRUE(shim.ok()) << shim.status().ToString();
-  ASSERT_TRUE(watcher.Watch(1, shim->pid).ok());
+  // The job, and a process of it that left the shim's session.
+  ShimLaunch l = Launch({"/bin/sh", "-c", "setsid sleep 1000 & echo $! > escaped; echo $$ > main; exec sleep 1000"},
+                        kAttemptEnv);
+  ShimExit exit;
+  ShimProcess shim = Start(l, &exit);
   const int64_t main = ReadPid("main");
   const int64_t escaped = ReadPid("escaped");
-
   auto record = ReadShimRecord(l.lock_path);
   ASSERT_TRUE(record.has_value());
-  EXPECT_EQ(record->pid, shim->pid);
-  EXPECT_EQ(record->start_ticks, shim->start_ticks);
+  EXPECT_EQ(record->pid, shim.pid);
+  EXPECT_EQ(record->start_ticks, shim.start_ticks);
   EXPECT_EQ(record->boot_id, CurrentBootId());
   EXPECT_FALSE(record->boot_id.empty());
+  EXPECT_TRUE(record->job_started);
 
-  ASSERT_EQ(::kill(static_cast<pid_t>(shim->pid), SIGKILL), 0);
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return shim_gone; }));
-  }
+  ASSERT_EQ(::kill(static_cast<pid_t>(shim.pid), SIGKILL), 0);
+  ASSERT_TRUE(exit.Wait());
   EXPECT_FALSE(Gone(main)) << "without cgroups the job outlives a killed shim";
   EXPECT_FALSE(ReadExitStatus(l.status_path).ok());
   EXPECT_TRUE(StatusReserved(l.status_path)) << "the shim had started the job";
 
   AttemptProcesses attempt{record, kAttemptEnv, ""};
-  Leftovers first = KillLeftovers(attempt);
-  EXPECT_FALSE(first.rebooted);
-  EXPECT_GE(first.alive, 2);
-  Leftovers now = first;
-  for (int i = 0; i < 3000 && now.alive > 0; ++i) {  // SIGKILL takes effect soon; a hang guard
-    ::usleep(10000);
-    now = KillLeftovers(attempt);
-  }
-  EXPECT_EQ(now.alive, 0);
-  EXPECT_TRUE(Gone(main));
+  auto left = KillLeftovers(attempt);
+  ASSERT_TRUE(left.ok()) << left.status().ToString();
+  EXPECT_FALSE(left->rebooted);
+  EXPECT_GE(left->killed, 2);
+  EXPECT_FALSE(left->contained) << "no cgroup held it";
+  EXPECT_TRUE(Gone(main)) << "gone when KillLeftovers returns";
   EXPECT_TRUE(Gone(escaped));
   EXPECT_FALSE(Gone(other)) << "another attempt's process was killed";
 }
 
 TEST_F(LeftoversTest, AShimOfAnEarlierBootLeftNothing) {
-  AttemptProcesses attempt{ShimRecord{::getpid(), 1, "another-boot"}, kAttemptEnv, ""};
-  Leftovers left = KillLeftovers(attempt);
-  EXPECT_TRUE(left.rebooted);
-  EXPECT_EQ(left.alive, 0);
+  AttemptProcesses attempt{ShimRecord{::getpid(), 1, "another-boot", true}, kAttemptEnv, ""};
+  auto left = KillLeftovers(attempt);
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->rebooted);
+  EXPECT_EQ(left->killed, 0);
+}
+
+TEST_F(LeftoversTest, AForkStormIsGoneWhenKillLeftoversReturns) {
+  // Every process double-forks more while it is being killed; bounded
+  // (four levels of four: 341 processes at most) so that a failure cannot
+  // exhaust the machine.
+  const std::string storm =
+      "storm() { [ $1 -gt 0 ] || exec sleep 1000; i=0; "
+      "while [ $i -lt 4 ]; do ( storm $(($1 - 1)) & ); i=$((i + 1)); done; exec sleep 1000; }; "
+      "( storm 4 & ); echo > forking; exec sleep 1000";
+  ShimRecord record = RunAndKillShim(storm, "forking");
+  AttemptProcesses attempt{record, kAttemptEnv, ""};
+  ASSERT_GT(CountLeftovers(attempt), 0) << "the storm runs on without its shim";
+  auto left = KillLeftovers(attempt, {std::chrono::seconds(30), nullptr});  // a hang guard, not a timing
+  ASSERT_TRUE(left.ok()) << left.status().ToString();
+  EXPECT_GT(left->killed, 1);
+  EXPECT_EQ(CountLeftovers(attempt), 0) << "a process forked during the sweep survived it";
+}
+
+TEST_F(LeftoversTest, ProcessesThatOutliveSigkillAreAnErrorThatNamesThem) {
+  ShimRecord record = RunAndKillShim("echo $$ > main; exec sleep 1000", "main");
+  const int64_t main = ReadPid("main");
+  AttemptProcesses attempt{record, kAttemptEnv, ""};
+  // A process the signal does not end (stuck in the kernel): here, one the
+  // signal never reaches.
+  KillLimits limits{std::chrono::milliseconds(50), [](int64_t, int) { return 0; }};
+  auto left = KillLeftovers(attempt, limits);
+  ASSERT_FALSE(left.ok());
+  EXPECT_EQ(left.error().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(left.error().message(), HasSubstr("1 process of the attempt is still alive 50 ms after SIGKILL (pid " +
+                                                std::to_string(main) + ")"));
+  EXPECT_FALSE(Gone(main));
+  auto again = KillLeftovers(attempt);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(Gone(main));
+}
+
+TEST_F(LeftoversTest, AJobThatRemovesItsReservationStillLeavesTheRecordOfItsStart) {
+  ShimRecord record = RunAndKillShim("rm -f status.json.tmp; echo > removed; exec sleep 1000", "removed");
+  EXPECT_FALSE(StatusReserved((dir_ / "status.json").string())) << "the job removed it";
+  EXPECT_TRUE(record.job_started) << "the lock file still says the shim started the job";
+}
+
+TEST_F(LeftoversTest, AShimThatDidNotStartTheJobRecordsNoStart) {
+  ShimLaunch l = Launch({"/bin/sh", "-c", "echo > ran"}, kAttemptEnv);
+  l.cgroup_dir = (dir_ / "no-such-cgroup").string();  // the shim cannot join it: no job
+  ASSERT_TRUE(RunToEnd(l));
+  auto record = ReadShimRecord(l.lock_path);
+  ASSERT_TRUE(record.has_value());
+  EXPECT_FALSE(record->job_started);
+  EXPECT_FALSE(fs::exists(dir_ / "ran"));
+  auto status = ReadExitStatus(l.status_path);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_THAT(status->error, HasSubstr("cannot join cgroup"));
+}
+
+TEST_F(LeftoversTest, OnlyACgroupFindsAProcessThatLeftTheSessionAndClearedItsEnvironment) {
+  // A double fork into a session of its own, with an empty environment.
+  ShimRecord record = RunAndKillShim(
+      "( env -i setsid sh -c 'echo $$ > escaped.tmp; mv escaped.tmp escaped; exec sleep 1000' & ); "
+      "while [ ! -s escaped ]; do sleep 0.01; done; echo > ready; exec sleep 1000",
+      "ready");
+  const int64_t escaped = ReadPid("escaped");
+  auto left = KillLeftovers(AttemptProcesses{record, kAttemptEnv, ""});
+  ASSERT_TRUE(left.ok()) << left.status().ToString();
+  EXPECT_GE(left->killed, 1);
+  EXPECT_FALSE(left->contained) << "nothing proves the attempt gone";
+  EXPECT_FALSE(Gone(escaped)) << "the session and the environment do not find it";
+
+  // A cgroup does (a fake cgroupfs: a folder whose cgroup.procs lists it).
+  const fs::path cgroup = dir_ / "cgroup";
+  fs::create_directories(cgroup);
+  std::ofstream(cgroup / "cgroup.procs") << escaped << "\n";
+  left = KillLeftovers(AttemptProcesses{record, kAttemptEnv, cgroup.string()});
+  ASSERT_TRUE(left.ok()) << left.status().ToString();
+  EXPECT_EQ(left->killed, 1);
+  EXPECT_TRUE(left->contained);
+  EXPECT_TRUE(Gone(escaped));
 }
 
 }  // namespace

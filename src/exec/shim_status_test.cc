@@ -5,19 +5,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <sstream>
 
 #include "exec/exit_status.h"
-#include "exec/process_watcher.h"
-#include "exec/shim_launcher.h"
+#include "exec/shim_test_support.h"
 
 namespace tau::exec {
 namespace {
@@ -25,53 +22,12 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class ShimStatusTest : public ::testing::Test {
+class ShimStatusTest : public ShimFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("tau-shim-status-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
   void TearDown() override {
     if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
-    fs::remove_all(dir_);
+    ShimFolderTest::TearDown();
   }
-  ShimLaunch Launch(std::vector<std::string> argv, std::vector<std::string> env) {
-    ShimLaunch l;
-    l.shim_path = std::string(TAU_BIN_DIR) + "/tau-shim";
-    l.argv = std::move(argv);
-    l.env = std::move(env);
-    l.env.push_back("PATH=/usr/bin:/bin");
-    l.cwd = dir_.string();
-    l.log_path = (dir_ / "rank-0.log").string();
-    l.status_path = (dir_ / "status.json").string();
-    l.lock_path = (dir_ / "lock").string();
-    l.grace_ms = 200;
-    return l;
-  }
-  // Runs a shim to its end; true when it ended.
-  bool RunToEnd(const ShimLaunch& l) {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    ProcessWatcher watcher([&](uint64_t) {
-      std::lock_guard lock(mu);
-      done = true;
-      cv.notify_all();
-    });
-    auto shim = LaunchShim(l);
-    if (!shim.ok() || !watcher.Watch(1, shim->pid).ok()) return false;
-    std::unique_lock lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; });  // a hang guard
-  }
-  std::string Log() {
-    std::ifstream in(dir_ / "rank-0.log");
-    std::stringstream buf;
-    buf << in.rdbuf();
-    return buf.str();
-  }
-
-  fs::path dir_;
   bool mounted_ = false;
 };
 
@@ -122,6 +78,54 @@ TEST_F(ShimStatusTest, AStatusLeftInTheReservationIsRead) {
   // Blanks only: reserved, but no status.
   std::ofstream(dir_ / "status.json.tmp", std::ios::trunc) << std::string(4095, ' ') << "\n";
   EXPECT_EQ(ReadExitStatus((dir_ / "status.json").string()).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(ShimStatusTest, StatusFilesThatAreNotRegularFilesAreNamed) {
+  const std::string path = (dir_ / "status.json").string();
+  ASSERT_EQ(::mkfifo((path + ".tmp").c_str(), 0644), 0);
+  auto status = ReadExitStatus(path);
+  EXPECT_EQ(status.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.status().message(), HasSubstr("status file " + path + ".tmp is not a regular file (a fifo)"));
+  EXPECT_TRUE(StatusReserved(path)) << "something is there: the job may have run";
+
+  ASSERT_EQ(::symlink("/etc/hostname", path.c_str()), 0);
+  status = ReadExitStatus(path);
+  EXPECT_EQ(status.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.status().message(), HasSubstr("status file " + path + " is not a regular file (a symbolic link)"));
+  fs::remove(path);
+  fs::create_directory(path);
+  EXPECT_THAT(ReadExitStatus(path).status().message(), HasSubstr("is not a regular file (a folder)"));
+}
+
+TEST_F(ShimStatusTest, ANonRegularFileWhereTheReservationGoesKeepsTheJobFromStartingAndIsNamed) {
+  ShimLaunch l = Launch({"/bin/sh", "-c", "echo > ran"}, {});
+  ASSERT_EQ(::mkfifo((l.status_path + ".tmp").c_str(), 0644), 0);
+  ASSERT_TRUE(RunToEnd(l)) << "the shim never blocks on a fifo";
+  EXPECT_FALSE(fs::exists(dir_ / "ran")) << "a job whose end could not be recorded was started";
+  EXPECT_THAT(Log(), HasSubstr("not starting the job: the status reservation " + l.status_path +
+                               ".tmp is not a regular file (a fifo)"));
+  auto status = ReadExitStatus(l.status_path);
+  EXPECT_EQ(status.status().code(), StatusCode::kInvalidArgument) << "not an error of the job's setup";
+  EXPECT_THAT(status.status().message(), HasSubstr(".tmp is not a regular file (a fifo)"));
+}
+
+TEST_F(ShimStatusTest, TheReservationNeverFollowsALink) {
+  std::ofstream(dir_ / "precious") << "keep\n";
+  ShimLaunch l = Launch({"/bin/sh", "-c", "echo > ran"}, {});
+  ASSERT_EQ(::symlink((dir_ / "precious").c_str(), (l.status_path + ".tmp").c_str()), 0);
+  ASSERT_TRUE(RunToEnd(l));
+  EXPECT_EQ(ReadText("precious"), "keep\n");
+  EXPECT_FALSE(fs::exists(dir_ / "ran"));
+  EXPECT_THAT(ReadExitStatus(l.status_path).status().message(), HasSubstr("is not a regular file (a symbolic link)"));
+}
+
+TEST_F(ShimStatusTest, AReservationTheJobReplacedStillGetsItsEndRecorded) {
+  ShimLaunch l = Launch({"/bin/sh", "-c", "rm status.json.tmp; mkfifo status.json.tmp; exit 7"}, {});
+  ASSERT_TRUE(RunToEnd(l));
+  auto status = ReadExitStatus(l.status_path);
+  ASSERT_TRUE(status.ok()) << status.status().ToString() << "\n" << Log();
+  EXPECT_EQ(status->exit_code, 7);
+  EXPECT_FALSE(fs::exists(l.status_path + ".tmp"));
 }
 
 }  // namespace

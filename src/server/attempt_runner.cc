@@ -1,5 +1,8 @@
 #include "server/attempt_runner.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "exec/leftovers.h"
 
 namespace tau::server {
@@ -30,11 +33,25 @@ RankRemains LocalAttemptRunner::Sweep(const RankSweep& sweep) {
   attempt.shim = exec::ReadShimRecord(sweep.lock_path);
   attempt.env = sweep.env;
   attempt.cgroup_dir = sweep.cgroup_dir;
-  exec::Leftovers left = exec::KillLeftovers(attempt);
   RankRemains remains;
-  remains.alive = left.alive;
-  remains.rebooted = left.rebooted;
-  remains.may_have_run = exec::StatusReserved(sweep.status_path);
+  // The shim's record is in the daemon's state folder; the reservation, in
+  // the job's, may have been removed by the job itself.
+  remains.may_have_run =
+      (attempt.shim && attempt.shim->job_started) || exec::StatusReserved(sweep.status_path);
+  // On the control loop: a little patience, then the sweep timer comes
+  // back (processes freeing GPU memory can take seconds to end).
+  exec::KillLimits limits;
+  limits.patience = std::chrono::milliseconds(100);
+  Result<exec::Leftovers> left = exec::KillLeftovers(attempt, limits);
+  if (!left.ok()) {
+    remains.alive = std::max<int64_t>(1, exec::CountLeftovers(attempt));
+    remains.killed = remains.alive;
+    remains.why_alive = left.status().message();
+    return remains;
+  }
+  remains.killed = left->killed;
+  remains.rebooted = left->rebooted;
+  remains.contained = left->contained;
   return remains;
 }
 

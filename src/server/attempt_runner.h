@@ -37,10 +37,16 @@ struct RankSweep {
   std::string cgroup_dir;        // "" when it has no cgroup
 };
 
-// What is left of such a rank.
+// What the sweep of such a rank found.
 struct RankRemains {
-  int64_t alive = 0;         // processes still alive, just sent SIGKILL
+  int64_t killed = 0;        // processes of it that were alive and were sent SIGKILL
+  int64_t alive = 0;         // of those, how many outlived the sweep's patience (sweep again)
+  std::string why_alive;     // the sweep's account of them, when alive > 0
   bool rebooted = false;     // the machine restarted since the shim ran
+  // A cgroup held the rank and was found empty: nothing of it survives.
+  // False without one: a process that left the job's session and cleared
+  // its environment would not have been found.
+  bool contained = false;
   bool may_have_run = true;  // the shim got as far as starting the job
 };
 
@@ -59,8 +65,8 @@ class AttemptRunner {
   virtual std::optional<int64_t> LockHolder(const std::string& lock_path) = 0;
   virtual Result<exec::ExitStatus> ReadStatus(const std::string& status_path) = 0;
   // Kills what is left of a rank whose shim is gone without a status (its
-  // session, processes carrying its environment, its cgroup) and says how
-  // many processes were still alive; the caller repeats it until none is.
+  // session, processes carrying its environment, its cgroup) and waits a
+  // little for them to be gone; the caller repeats it while `alive` > 0.
   virtual RankRemains Sweep(const RankSweep& sweep) = 0;
 };
 

@@ -291,6 +291,9 @@ class JobManager {
       // alive: they are being killed, and the rank ends once none is left.
       bool draining = false;
       bool killed_leftovers = false;  // processes of it were found after its shim was gone
+      // Its shim is gone and what is at its status file is not a status
+      // (a fifo, a link, not JSON): why. Its job may have run.
+      std::string unreadable_status;
     };
     std::vector<Rank> ranks;
     // The first rank that failed; the others are being stopped.
@@ -365,10 +368,19 @@ class JobManager {
   // the other ranks on the first failure, and finishes the attempt once
   // every rank has ended.
   void RankEnded(Job& job, int rank, const Result<exec::ExitStatus>& status);
-  // A rank's shim is gone without recording an exit status
-  // (job_manager_lost.cc): every process of the rank is killed before the
-  // rank ends, so a retry never runs beside what is left of this attempt.
+  // A rank's shim is gone without recording an exit status, or with one
+  // that cannot be read (job_manager_lost.cc): every process of the rank is
+  // killed before the rank ends, so a retry never runs beside what is left
+  // of this attempt, and an attempt that may have run is retried as an
+  // interruption only when a cgroup proved nothing of it is left.
   void ShimLost(Job& job, int rank);
+  // The status of a rank whose shim is gone: its exit status, or NotFound
+  // after noting in the rank why it cannot be read (then the rank is lost,
+  // and its job may have run).
+  Result<exec::ExitStatus> ReadRankStatus(Job& job, int rank);
+  // Where rank `rank` of attempt `n` has its shim's lock: the state folder,
+  // or the job's folder for a shim an earlier version started.
+  std::string LockPathOf(const std::string& id, int64_t n, int rank) const;
   // After a restart: the ranks of the current attempt whose shim an
   // earlier daemon recorded as lost while processes of the rank still ran
   // (its ShimLost event). Such an attempt was interrupted, however its

@@ -147,6 +147,7 @@ void JobManager::StartAttempt(Job& job) {
 
   std::error_code ec;
   fs::create_directories(home_.attempt_dir(job.rec.id, number), ec);
+  if (!ec) fs::create_directories(home_.attempt_lock(job.rec.id, number).parent_path(), ec);
   AttemptRecord attempt;
   attempt.job_id = job.rec.id;
   attempt.number = number;
@@ -364,7 +365,7 @@ void JobManager::OnShimExit(uint64_t token) {
   auto it = jobs_by_token_.find(token);
   if (it == jobs_by_token_.end()) return;
   auto [job, rank] = it->second;
-  auto status = runner_->ReadStatus(home_.status_file(job->rec.id, job->rec.attempt, rank).string());
+  auto status = ReadRankStatus(*job, rank);
   if (!status.ok() && status.error().code() == StatusCode::kNotFound) ShimLost(*job, rank);
   else RankEnded(*job, rank, status);
   RunAdmission();

@@ -70,7 +70,7 @@ void JobManager::Forget(const std::string& id) {
 size_t JobManager::HeldJobs() const { return jobs_by_seq_.size(); }
 
 void JobManager::RemoveFiles(const store::JobRecord& rec, bool now) {
-  std::vector<fs::path> paths = {home_.job_dir(rec.id)};
+  std::vector<fs::path> paths = {home_.job_dir(rec.id), home_.shim_dir(rec.id)};
   // The job's evidence capsules name the job: no other job shares them.
   for (const std::string& digest : {rec.evidence_submit, rec.evidence}) {
     if (!digest.empty()) paths.push_back(home_.blob(digest));
@@ -88,15 +88,19 @@ void JobManager::RemoveFiles(const store::JobRecord& rec, bool now) {
 }
 
 void JobManager::RemoveOrphanFiles() {
-  // Job folders whose row is gone: prune deletes rows first and files after
-  // (off the loop), so a daemon stopped in between leaves them. Runs before
-  // the API serves, when no submit can be between its files and its row.
+  // Job folders (and their shims' locks) whose row is gone: prune deletes
+  // rows first and files after (off the loop), so a daemon stopped in
+  // between leaves them. Runs before the API serves, when no submit can be
+  // between its files and its row.
   std::vector<fs::path> orphans;
   std::error_code ec;
-  for (fs::directory_iterator it(home_.root() / "jobs", ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string id = it->path().filename().string();
-    auto exists = store_->JobExists(id);
-    if (exists.ok() && !*exists) orphans.push_back(it->path());
+  for (const char* folder : {"jobs", "shims"}) {
+    ec.clear();
+    for (fs::directory_iterator it(home_.root() / folder, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string id = it->path().filename().string();
+      auto exists = store_->JobExists(id);
+      if (exists.ok() && !*exists) orphans.push_back(it->path());
+    }
   }
   if (orphans.empty()) return;
   log::Info("jobs", "removing the folders of jobs removed while the daemon stopped",

@@ -6,12 +6,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "common/log.h"
 #include "server/job_manager.h"
 
 namespace tau::server {
+namespace fs = std::filesystem;
 using store::JobState;
 
 namespace {
@@ -22,6 +25,12 @@ constexpr const char* kLeftoversKilled =
     "the attempt's supervisor (tau-shim) ended without recording an exit status; the processes it left running "
     "were killed";
 
+// Why an attempt whose leftovers were killed without a cgroup is not
+// retried as an interruption (after "..., so one that left the job's").
+constexpr const char* kUnseen =
+    "session and cleared its environment would not have been found: it may still run, so how the attempt ended is "
+    "unknown";
+
 // How the ShimLost event of a rank whose processes outlived its shim
 // begins; RanksLostWhileRunning finds it by this after a restart.
 std::string LostWhileRunningPrefix(int64_t attempt, int rank) {
@@ -30,10 +39,29 @@ std::string LostWhileRunningPrefix(int64_t attempt, int rank) {
 
 }  // namespace
 
+std::string JobManager::LockPathOf(const std::string& id, int64_t n, int rank) const {
+  const fs::path lock = home_.attempt_lock(id, n, rank);
+  std::error_code ec;
+  if (!fs::exists(lock, ec)) {
+    const fs::path legacy = home_.legacy_attempt_lock(id, n, rank);
+    if (fs::exists(legacy, ec)) return legacy.string();
+  }
+  return lock.string();
+}
+
+Result<exec::ExitStatus> JobManager::ReadRankStatus(Job& job, int rank) {
+  auto status = runner_->ReadStatus(home_.status_file(job.rec.id, job.rec.attempt, rank).string());
+  if (status.ok() || status.error().code() == StatusCode::kNotFound) return status;
+  // Something the shim does not write (a fifo, a link, a folder, not
+  // JSON) is there: the job's doing, so the job ran.
+  job.ranks[static_cast<size_t>(rank)].unreadable_status = status.error().message();
+  return NotFoundError(status.error().message());
+}
+
 RankSweep JobManager::SweepOf(const Job& job, int rank) const {
   const int64_t n = job.rec.attempt;
   RankSweep sweep;
-  sweep.lock_path = home_.attempt_lock(job.rec.id, n, rank).string();
+  sweep.lock_path = LockPathOf(job.rec.id, n, rank);
   sweep.status_path = home_.status_file(job.rec.id, n, rank).string();
   sweep.env = {"TAU_JOB_ID=" + job.rec.id, fmt::format("TAU_ATTEMPT={}", n), fmt::format("TAU_WORKER_INDEX={}", rank)};
   const std::string& leaf = job.ranks[static_cast<size_t>(rank)].cgroup;
@@ -48,35 +76,55 @@ void JobManager::ShimLost(Job& job, int rank) {
   r.token = 0;
   const int64_t n = job.rec.attempt;
   const RankRemains remains = runner_->Sweep(SweepOf(job, rank));
-  if (remains.alive > 0) {
+  if ((remains.killed > 0 || remains.alive > 0) && !r.killed_leftovers) {
+    // Recorded at once, before the processes are surely gone: a daemon
+    // restarted after this commit knows the attempt was interrupted.
     r.killed_leftovers = true;
-    if (!r.draining) {
-      r.draining = true;
-      const std::string message =
-          LostWhileRunningPrefix(n, rank) +
-          fmt::format(" without recording an exit status while {} process{} of the job still ran; killing them "
-                      "before the attempt ends",
-                      remains.alive, remains.alive == 1 ? "" : "es");
-      log::Warn("jobs", "a shim is gone and its job still runs; killing it", {{"job", job.rec.id}, {"message", message}});
-      auto txn = store_->Begin();
-      Status st = txn.status();
-      if (st.ok()) st = AppendEvent(job, "ShimLost", "Lost", message);
-      if (st.ok()) st = txn->Commit();
-      if (!st.ok()) LogStoreFailure(job, st);
-      // The attempt is over: its other ranks stop now.
-      if (!job.first_failure) {
-        job.first_failure = Result<exec::ExitStatus>(NotFoundError(kLeftoversKilled));
-        StopRanks(job);
-      }
+    const int64_t found = std::max(remains.killed, remains.alive);
+    const std::string message =
+        LostWhileRunningPrefix(n, rank) +
+        fmt::format(" without recording an exit status while {} process{} of the job still ran; {}", found,
+                    found == 1 ? "" : "es",
+                    remains.alive > 0 ? "killing them before the attempt ends" : "they were killed");
+    log::Warn("jobs", "a shim is gone and its job still ran; killing it", {{"job", job.rec.id}, {"message", message}});
+    auto txn = store_->Begin();
+    Status st = txn.status();
+    if (st.ok()) st = AppendEvent(job, "ShimLost", "Lost", message);
+    if (st.ok()) st = txn->Commit();
+    if (!st.ok()) LogStoreFailure(job, st);
+    // The attempt is over: its other ranks stop now.
+    if (!job.first_failure) {
+      job.first_failure = Result<exec::ExitStatus>(NotFoundError(kLeftoversKilled));
+      StopRanks(job);
     }
+  }
+  if (remains.alive > 0) {
+    if (!r.draining) {
+      log::Warn("jobs", "processes of a lost attempt outlive SIGKILL; sweeping again",
+                {{"job", job.rec.id}, {"error", remains.why_alive}});
+    }
+    r.draining = true;
     ArmSweepTimer();
     return;
   }
+  r.draining = false;
   std::string message;
-  if (r.killed_leftovers) {
-    message = kLeftoversKilled;
-  } else if (remains.rebooted) {
+  if (remains.rebooted) {
     message = "the attempt's supervisor (tau-shim) ended without recording an exit status: the machine restarted";
+  } else if (r.killed_leftovers && remains.contained) {
+    message = kLeftoversKilled;
+  } else if (r.killed_leftovers) {
+    // Killed were those of its session and environment; one that left
+    // both may still run. A retry beside it would run the job twice.
+    job.end_unknown = true;
+    message = std::string(kLeftoversKilled) + ", but no cgroup held the attempt, so one that left the job's " +
+              kUnseen;
+  } else if (!r.unreadable_status.empty()) {
+    job.end_unknown = true;
+    message = fmt::format(
+        "the attempt's supervisor (tau-shim) ended, but its exit status cannot be read: {}; the job may have run, so "
+        "how it ended is unknown",
+        r.unreadable_status);
   } else if (!remains.may_have_run) {
     message = "the attempt's supervisor (tau-shim) ended before it started the job";
   } else {
@@ -84,7 +132,12 @@ void JobManager::ShimLost(Job& job, int rank) {
     message = "the attempt's supervisor (tau-shim) ended without recording an exit status and nothing of the job "
               "is left running: it may have run to its end, so how it ended is unknown";
   }
-  r.draining = false;
+  // The attempt's first failure (its message is the attempt's) says the
+  // same when it was this loss.
+  if (job.end_unknown && job.first_failure && !job.first_failure->ok() &&
+      job.first_failure->error().code() == StatusCode::kNotFound) {
+    job.first_failure = Result<exec::ExitStatus>(NotFoundError(message));
+  }
   RankEnded(job, rank, Result<exec::ExitStatus>(NotFoundError(message)));
 }
 

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "exec/leftovers.h"
 #include "server/job_manager_test_fixture.h"
 
 namespace tau::server {
@@ -16,18 +17,11 @@ class LostTest : public JobManagerTest {
  protected:
   // The newest started shim is gone without writing a status.
   void ShimGone(JobManager& jobs, FakeRunner& runner) { jobs.OnShimExit(runner.TokenOf(runner.next_pid - 1)); }
-  bool HasEvent(const std::string& id, const std::string& type) {
-    auto events = store_->LoadEvents(id, 0, 1000);
-    if (!events.ok()) return false;
-    for (const auto& e : *events) {
-      if (e.type == type) return true;
-    }
-    return false;
-  }
 };
 
 TEST_F(LostTest, ARetryWaitsUntilEveryProcessOfTheLostAttemptIsGone) {
   FakeRunner runner;
+  runner.contained = true;  // a cgroup held the attempt: its emptiness is proof
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   ASSERT_EQ(runner.starts.size(), 1u);
@@ -126,6 +120,7 @@ TEST_F(LostTest, ARestartedDaemonKillsWhatADeadShimLeftBeforeRetrying) {
   }
   // The daemon and the shim died; the job's process still runs.
   FakeRunner runner;
+  runner.contained = true;
   runner.leftovers[StatusPath(id, 1)] = 1;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -154,6 +149,7 @@ TEST_F(LostTest, ARestartedDaemonDoesNotRequeueAStartingAttemptWhoseJobRan) {
     ASSERT_TRUE(store_->UpsertAttempt(a).ok());
   }
   FakeRunner runner;
+  runner.contained = true;
   runner.leftovers[StatusPath(id, 1)] = 1;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -167,6 +163,7 @@ TEST_F(LostTest, ARestartedDaemonDoesNotRequeueAStartingAttemptWhoseJobRan) {
 
 TEST_F(LostTest, AGangEndsLostOnlyOnceTheLostRanksProcessesAndTheOtherRanksAreGone) {
   FakeRunner runner;
+  runner.contained = true;
   auto jobs = Manager(&runner);
   std::string id =
       (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 2, cpus: 500m, memory: 256Mi}\n")))
@@ -205,6 +202,7 @@ TEST_F(LostTest, AShimLostWhileItsJobRanStaysLostWhenTheDaemonDiesBeforeTheLefto
   }
   // The daemon died; its SIGKILL took the job's processes with it.
   FakeRunner runner;
+  runner.contained = true;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
   auto v = View(id);
@@ -230,6 +228,7 @@ TEST_F(LostTest, AGangsTeardownIsNotTakenForItsFailureWhenTheDaemonDiesDuringIt)
   }
   // Rank 0 ended by the teardown's SIGTERM while no daemon ran.
   FakeRunner runner;
+  runner.contained = true;
   exec::ExitStatus stopped;
   stopped.exit_code = 143;
   stopped.signal = 15;
@@ -239,6 +238,146 @@ TEST_F(LostTest, AGangsTeardownIsNotTakenForItsFailureWhenTheDaemonDiesDuringIt)
   ASSERT_TRUE(jobs->Recover().ok());
   EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
   EXPECT_EQ(View(id)->job.reason, "Lost") << View(id)->job.message;
+}
+
+TEST_F(LostTest, WithoutACgroupAnAttemptWhoseLeftoversWereKilledIsUnknownAndNotRetried) {
+  FakeRunner runner;  // no cgroup: a process that left the session with a cleared environment goes unseen
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  runner.leftovers[StatusPath(id, 1)] = 2;
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  runner.leftovers[StatusPath(id, 1)] = 0;
+  jobs->SweepLostRanks();
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kFailed);
+  EXPECT_EQ(v->job.reason, "Unknown");
+  EXPECT_THAT(v->job.message, HasSubstr("the processes it left running were killed, but no cgroup held the attempt"));
+  EXPECT_THAT(v->job.message, HasSubstr("cleared its environment would not have been found: it may still run"));
+  EXPECT_THAT(v->job.message, HasSubstr("not retried: the spec has no retry.on"));
+  EXPECT_EQ(v->attempts.back().reason, "Unknown");
+  EXPECT_TRUE(HasEvent(id, "ShimLost", "2 processes of the job still ran"));
+  EXPECT_TRUE(HasEvent(id, "Failed", "no cgroup held the attempt"));
+  auto why = jobs->WhyJson(id);
+  ASSERT_TRUE(why.ok());
+  EXPECT_THAT(*why, HasSubstr("no cgroup held the attempt"));
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u) << "retried beside what may still run of it";
+}
+
+TEST_F(LostTest, WithoutACgroupAKilledAttemptIsRetriedWhenRetryOnListsUnknown) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 1, on: [unknown]}\n")))->job.id;
+  runner.killed[StatusPath(id, 1)] = 1;
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Unknown");
+  EXPECT_EQ(View(id)->job.restarts, 1) << "the user's retry, charged to retry.max_restarts";
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 2u);
+}
+
+TEST_F(LostTest, ARestartedDaemonDoesNotRetryAnAttemptLostWhileRunningThatNoCgroupHeld) {
+  std::string id;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(kJob)))->job.id;
+    first.leftovers[StatusPath(id, 1)] = 3;
+    ShimGone(*jobs, first);
+    ASSERT_TRUE(HasEvent(id, "ShimLost"));
+  }
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kFailed);
+  EXPECT_EQ(v->job.reason, "Unknown") << v->job.message;
+  EXPECT_THAT(v->job.message, HasSubstr("no cgroup held the attempt"));
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_TRUE(runner.starts.empty());
+}
+
+TEST_F(LostTest, LeftoversKilledAndGoneWithinOneSweepEndTheAttemptAtOnce) {
+  FakeRunner runner;
+  runner.contained = true;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  runner.killed[StatusPath(id, 1)] = 3;  // found, killed, and gone before the sweep returned
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(runner.sweeps.size(), 1u);
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Lost");
+  EXPECT_TRUE(HasEvent(id, "ShimLost", "3 processes of the job still ran; they were killed"));
+}
+
+TEST_F(LostTest, AStatusFileThatIsNotOneIsAnUnknownEndNeitherASetupFailureNorANeverStartedJob) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  runner.status_errors[StatusPath(id, 1)] =
+      InvalidArgumentError("status file " + StatusPath(id, 1) + ".tmp is not a regular file (a fifo)");
+  runner.never_ran.insert(StatusPath(id, 1));  // and no reservation is left
+  ShimGone(*jobs, runner);
+  ASSERT_EQ(runner.sweeps.size(), 1u) << "what may be left of it is killed first";
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kFailed);
+  EXPECT_EQ(v->job.reason, "Unknown") << v->job.message;
+  EXPECT_THAT(v->job.message, HasSubstr("its exit status cannot be read: status file " + StatusPath(id, 1) +
+                                        ".tmp is not a regular file (a fifo); the job may have run"));
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u);
+}
+
+TEST_F(LostTest, ARestartedDaemonTakesAStatusFileThatIsNotOneForAJobThatRan) {
+  std::string id;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(kJob)))->job.id;
+  }
+  {
+    // The daemon died before it recorded the start.
+    auto attempts = *store_->LoadAttempts();
+    ASSERT_EQ(attempts.size(), 1u);
+    store::AttemptRecord a = attempts[0];
+    a.state = store::AttemptState::kStarting;
+    ASSERT_TRUE(store_->UpsertAttempt(a).ok());
+  }
+  FakeRunner runner;
+  runner.status_errors[StatusPath(id, 1)] = InvalidArgumentError("status file is not a regular file (a fifo)");
+  runner.never_ran.insert(StatusPath(id, 1));
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_TRUE(runner.starts.empty()) << "queued again as if it had never started";
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.reason, "Unknown");
+}
+
+// The local runner's sweep of real files: the shim's record of the job's
+// start counts even when the job removed its status reservation.
+TEST(LocalAttemptRunnerSweep, TheShimsRecordOfTheStartCountsWhenTheReservationIsGone) {
+  const fs::path dir = fs::temp_directory_path() / ("tau-sweep-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  LocalAttemptRunner runner("/nonexistent/tau-shim", [](uint64_t) {});
+  RankSweep sweep;
+  sweep.lock_path = (dir / "rank-0.lock").string();
+  sweep.status_path = (dir / "rank-0.status.json").string();  // never created: the job removed it
+  sweep.env = {"TAU_JOB_ID=j_sweeptest01", "TAU_ATTEMPT=1", "TAU_WORKER_INDEX=0"};
+  // A shim pid beyond pid_max: no session of that id, nothing to kill.
+  std::ofstream(sweep.lock_path) << "999999999 1 " << exec::CurrentBootId() << " started\n";
+  RankRemains remains = runner.Sweep(sweep);
+  EXPECT_TRUE(remains.may_have_run);
+  EXPECT_EQ(remains.alive, 0);
+  EXPECT_FALSE(remains.contained);
+  std::ofstream(sweep.lock_path, std::ios::trunc) << "999999999 1 " << exec::CurrentBootId() << "\n";
+  EXPECT_FALSE(runner.Sweep(sweep).may_have_run) << "no record of a start and no reservation: never started";
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ Status JobManager::Recover() {
     std::vector<std::string> alive_pids;
     int seen = 0;
     for (int r = 0; r < workers; ++r) {
-      const std::string lock_path = home_.attempt_lock(job.rec.id, n, r).string();
+      const std::string lock_path = LockPathOf(job.rec.id, n, r);
       auto holder = runner_->LockHolder(lock_path);
       // A shim that holds the lock but has not written its pid yet is
       // moments old; its pid appears as soon as it runs.
@@ -94,10 +94,12 @@ Status JobManager::Recover() {
         ++seen;
         continue;
       }
-      auto status = runner_->ReadStatus(home_.status_file(job.rec.id, n, r).string());
+      auto status = ReadRankStatus(job, r);
       if (status.ok()) {
         ended[static_cast<size_t>(r)] = status;
         ++seen;
+      } else if (!job.ranks[static_cast<size_t>(r)].unreadable_status.empty()) {
+        ++seen;  // something is where its status belongs: the job ran
       }
     }
     if (seen == 0 && current.state == AttemptState::kStarting) {
@@ -105,8 +107,9 @@ Status JobManager::Recover() {
       // attempt did start, and what is left of it is dealt with below.
       for (int r = 0; r < workers; ++r) {
         RankRemains remains = runner_->Sweep(SweepOf(job, r));
-        job.ranks[static_cast<size_t>(r)].killed_leftovers = remains.alive > 0;
-        if (remains.alive > 0 || remains.may_have_run) ++seen;
+        const bool found = remains.killed > 0 || remains.alive > 0;
+        job.ranks[static_cast<size_t>(r)].killed_leftovers = found;
+        if (found || remains.may_have_run) ++seen;
       }
     }
     if (seen == 0 && current.state == AttemptState::kStarting) {

@@ -44,14 +44,6 @@ class RetryTest : public JobManagerTest {
     std::ofstream(p) << name;
     fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::seconds(age_s));
   }
-  bool HasEvent(const std::string& id, const std::string& type, const std::string& text) {
-    auto events = store_->LoadEvents(id, 0, 1000);
-    if (!events.ok()) return false;
-    for (const auto& e : *events) {
-      if (e.type == type && e.message.find(text) != std::string::npos) return true;
-    }
-    return false;
-  }
 };
 
 TEST_F(RetryTest, AFailureNamedInRetryOnRetriesAfterADoublingBackoffUntilTheBudgetIsSpent) {

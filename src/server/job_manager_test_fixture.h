@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -43,6 +44,7 @@ class FakeRunner final : public AttemptRunner {
     return it->second;
   }
   Result<exec::ExitStatus> ReadStatus(const std::string& path) override {
+    if (auto bad = status_errors.find(path); bad != status_errors.end()) return bad->second;
     auto it = statuses.find(path);
     if (it == statuses.end()) return NotFoundError("no status");
     return it->second;
@@ -51,8 +53,11 @@ class FakeRunner final : public AttemptRunner {
     sweeps.push_back(sweep);
     RankRemains r;
     r.alive = leftovers[sweep.status_path];
+    r.killed = std::max(r.alive, killed[sweep.status_path]);
+    if (r.alive > 0) r.why_alive = "still dying";
     r.may_have_run = never_ran.count(sweep.status_path) == 0;
     r.rebooted = rebooted;
+    r.contained = contained;
     return r;
   }
   uint64_t TokenOf(int64_t pid) const {
@@ -67,15 +72,20 @@ class FakeRunner final : public AttemptRunner {
   std::map<uint64_t, int64_t> watched;
   std::map<std::string, int64_t> lock_holders;
   std::map<std::string, exec::ExitStatus> statuses;
+  std::map<std::string, Status> status_errors;  // what reading a status file that is not one says
   bool fail_start = false;
   int64_t next_pid = 1000;
-  // What Sweep finds of a rank whose shim is gone, by status path: live
-  // processes (the test lowers the count as they die), ranks whose shim
-  // never started the job, and whether the machine restarted.
+  // What Sweep finds of a rank whose shim is gone, by status path:
+  // processes still alive after it (the test lowers the count as they die),
+  // processes it killed that were gone before it returned, ranks whose shim
+  // never started the job, whether the machine restarted, and whether a
+  // cgroup proved nothing of the rank left (false: no cgroup held it).
   std::vector<RankSweep> sweeps;
   std::map<std::string, int64_t> leftovers;
+  std::map<std::string, int64_t> killed;
   std::set<std::string> never_ran;
   bool rebooted = false;
+  bool contained = false;
 };
 
 constexpr char kJob[] = "name: a\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n";
@@ -126,6 +136,15 @@ class JobManagerTest : public ::testing::Test {
   std::shared_ptr<const JobView> View(const std::string& id) { return publisher_.Current()->Resolve(id); }
   std::string StatusPath(const std::string& id, int n) { return home().status_file(id, n).string(); }
   std::string LockPath(const std::string& id, int n) { return home().attempt_lock(id, n).string(); }
+  // Whether the job has an event of `type` whose message holds `text`.
+  bool HasEvent(const std::string& id, const std::string& type, const std::string& text = "") {
+    auto events = store_->LoadEvents(id, 0, 1000);
+    if (!events.ok()) return false;
+    for (const auto& e : *events) {
+      if (e.type == type && e.message.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
 
   // Changes the options of the managers made from now on.
   std::function<void(JobManagerOptions&)> tweak_;

@@ -132,11 +132,37 @@ constexpr size_t kStatusReserve = 4096;
 
 std::string TmpPath(const char* path) { return std::string(path) + ".tmp"; }
 
+// What is at `path` when it is not a regular file, in words ("" when it
+// is one, or nothing is there).
+std::string NotRegular(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  if (S_ISFIFO(st.st_mode)) return "a fifo";
+  if (S_ISDIR(st.st_mode)) return "a folder";
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "a device";
+}
+
+// Creates PATH.tmp afresh (a link is never followed, nor a fifo opened: the
+// folder is the job's, and a later attempt's job may have left anything
+// there), or -1 with errno set. A regular file already there is replaced;
+// anything else is left alone and EEXIST returned.
+int CreateFresh(const std::string& tmp, int flags) {
+  for (int tries = 0; tries < 2; ++tries) {
+    int fd = open(tmp.c_str(), flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST || !NotRegular(tmp).empty()) return fd;
+    unlink(tmp.c_str());
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 // Creates PATH.tmp with kStatusReserve bytes of blanks (a JSON reader sees
 // no status in it); -1, with errno set and no file left, on failure.
 int ReserveStatus(const char* path) {
   std::string tmp = TmpPath(path);
-  int fd = open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = CreateFresh(tmp, O_RDWR);
   if (fd < 0) return -1;
   std::string blanks(kStatusReserve - 1, ' ');
   blanks.push_back('\n');
@@ -150,20 +176,30 @@ int ReserveStatus(const char* path) {
   return fd;
 }
 
+// Whether PATH.tmp is still the file behind `fd` (the job may have
+// replaced it: it lives in the job's folder).
+bool StillReserved(const std::string& tmp, int fd) {
+  struct stat at_path, held;
+  return lstat(tmp.c_str(), &at_path) == 0 && fstat(fd, &held) == 0 && at_path.st_dev == held.st_dev &&
+         at_path.st_ino == held.st_ino;
+}
+
 // Writes `json` to PATH.tmp (into the reservation `reserved_fd` when there
-// is one), fsyncs it, renames it over PATH and fsyncs the folder, so
-// readers see either no file or the whole status.
+// is one and PATH.tmp is still it), fsyncs it, renames it over PATH and
+// fsyncs the folder, so readers see either no file or the whole status.
 bool WriteStatusAtomically(const char* path, int reserved_fd, const std::string& json) {
   std::string tmp = TmpPath(path);
   bool ok;
-  if (reserved_fd >= 0 && json.size() <= kStatusReserve) {
+  if (reserved_fd >= 0 && json.size() <= kStatusReserve && StillReserved(tmp, reserved_fd)) {
     // Overwrite the blanks; what is left of them is trailing white space.
     ok = lseek(reserved_fd, 0, SEEK_SET) == 0 && WriteAll(reserved_fd, json) && fsync(reserved_fd) == 0;
     if (ok && ftruncate(reserved_fd, static_cast<off_t>(json.size())) == 0) fsync(reserved_fd);
   } else {
-    // No reservation: the job never started, and a partial file must not
-    // suggest it did (see docs/shim.md).
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // No reservation (the job never started, and a partial file must not
+    // suggest it did: see docs/shim.md), or the job replaced it: a new
+    // file. A link or fifo the job put there is removed first.
+    if (!NotRegular(tmp).empty() && NotRegular(tmp) != "a folder") unlink(tmp.c_str());
+    int fd = CreateFresh(tmp, O_WRONLY);
     if (fd < 0) return false;
     ok = WriteAll(fd, json) && fsync(fd) == 0;
     int err = errno;
@@ -184,6 +220,12 @@ bool WriteStatusAtomically(const char* path, int reserved_fd, const std::string&
     close(dfd);
   }
   return true;
+}
+
+// Writes the lock file's record over what it holds (each version is longer
+// than the one before).
+bool WriteRecord(int fd, const std::string& line) {
+  return pwrite(fd, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size());
 }
 
 // Field 22 of /proc/self/stat: this process's start time in clock ticks
@@ -294,6 +336,7 @@ void KillLeftovers(pid_t group) {
 
 int main(int argc, char** argv) {
   Options opt = Parse(argc, argv);
+  std::string record;  // "PID START_TICKS BOOT_ID" as written to the lock file
   // Nothing of the parent's reaches the job: close every inherited
   // descriptor above stderr (the daemon's sockets, database, ...).
   // The lock descriptor stays open (and locked) until this process exits.
@@ -304,10 +347,9 @@ int main(int argc, char** argv) {
     // "PID START_TICKS BOOT_ID": the shim (whose pid is also the session of
     // every process of the job) as a restarted daemon can tell it apart
     // from a later process that reuses the pid, or a later boot.
-    char pid_text[128];
-    int len = snprintf(pid_text, sizeof pid_text, "%d %lld %s\n", static_cast<int>(getpid()), SelfStartTicks(),
-                       BootId().c_str());
-    if (ftruncate(opt.lock_fd, 0) != 0 || pwrite(opt.lock_fd, pid_text, static_cast<size_t>(len), 0) != len) {
+    record = std::to_string(getpid()) + " " + std::to_string(SelfStartTicks()) + " " + BootId();
+    const std::string line = record + "\n";
+    if (ftruncate(opt.lock_fd, 0) != 0 || !WriteRecord(opt.lock_fd, line)) {
       fprintf(stderr, "tau-shim: cannot record pid in the lock file: %s\n", strerror(errno));
     }
   } else {
@@ -344,7 +386,23 @@ int main(int argc, char** argv) {
   int reserved_fd = -1;
   if (error.empty()) {
     reserved_fd = ReserveStatus(opt.status_path);
-    if (reserved_fd < 0) error = std::string("cannot reserve the status file: ") + strerror(errno);
+    const int reserve_err = errno;
+    const std::string tmp = TmpPath(opt.status_path);
+    if (reserved_fd < 0 && reserve_err == EEXIST && !NotRegular(tmp).empty()) {
+      // Not the shim's, and not to be removed: the job (an earlier
+      // attempt's, still running?) put it there. Nothing is started and no
+      // status written; taugridd reads what is there and says so.
+      fprintf(stderr, "tau-shim: not starting the job: the status reservation %s is not a regular file (%s)\n",
+              tmp.c_str(), NotRegular(tmp).c_str());
+      return 3;
+    }
+    if (reserved_fd < 0) error = std::string("cannot reserve the status file: ") + strerror(reserve_err);
+  }
+  // "The job was started", where the job cannot reach it (the lock file is
+  // in taugridd's state folder, the reservation in the job's): written
+  // before the fork, so a shim that dies at any point after leaves it.
+  if (error.empty() && opt.lock_fd >= 3 && !WriteRecord(opt.lock_fd, record + " started\n")) {
+    error = std::string("cannot record the job's start in the lock file: ") + strerror(errno);
   }
   const long long started_at = NowMs(CLOCK_REALTIME);
   const long long started_mono = NowMs(CLOCK_MONOTONIC);
