@@ -84,9 +84,11 @@ TEST_F(JobHistoryTest, CommandsActOnEndedJobsTheLoopLetGo) {
   ASSERT_TRUE(copy.ok()) << copy.status().ToString();
   EXPECT_EQ((*copy)->job.reproduces, c);
 
+  EXPECT_TRUE(fs::exists(home().attempt_lock(a, 1).parent_path())) << "its shims' locks are kept in the state folder";
   ASSERT_TRUE(jobs->Remove("a").ok());
   EXPECT_EQ(View(a), nullptr);
   EXPECT_FALSE(fs::exists(home().job_dir(a)));
+  EXPECT_FALSE(fs::exists(home().shim_dir(a)));
   jobs->EvictEnded();
   EXPECT_EQ(jobs->HeldJobs(), 2u) << "the resumed job and the reproduction run";
 }
@@ -164,14 +166,17 @@ TEST_F(JobHistoryTest, ARestartHoldsOnlyUnfinishedJobsKeepsNumberingAndRemovesOr
   }
   // A folder whose row a prune deleted before the daemon stopped.
   fs::create_directories(home().job_dir("j_orphan") / "code");
+  fs::create_directories(home().shim_dir("j_orphan") / "1");
   FakeRunner runner;
   runner.lock_holders[LockPath(running, 1)] = 4242;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
   EXPECT_EQ(jobs->HeldJobs(), 1u);
   EXPECT_FALSE(fs::exists(home().job_dir("j_orphan")));
+  EXPECT_FALSE(fs::exists(home().shim_dir("j_orphan")));
   EXPECT_TRUE(fs::exists(home().job_dir(ended)));
   EXPECT_TRUE(fs::exists(home().job_dir(running)));
+  EXPECT_TRUE(fs::exists(home().shim_dir(running)));
   EXPECT_EQ(View(ended)->job.state, JobState::kSucceeded);
   const int64_t before = View(running)->job.seq;
   std::string next = (*jobs->Submit(Request(kJob)))->job.id;

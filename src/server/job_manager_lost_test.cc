@@ -359,6 +359,24 @@ TEST_F(LostTest, ARestartedDaemonTakesAStatusFileThatIsNotOneForAJobThatRan) {
   EXPECT_EQ(View(id)->job.reason, "Unknown");
 }
 
+TEST_F(LostTest, ARestartedDaemonFindsTheLockOfAShimAnEarlierVersionStartedInTheJobsFolder) {
+  std::string id;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(kJob)))->job.id;
+  }
+  const std::string legacy = home().legacy_attempt_lock(id, 1).string();
+  std::ofstream(legacy) << "4242 1 boot\n";
+  FakeRunner runner;
+  runner.lock_holders[legacy] = 4242;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  EXPECT_TRUE(runner.sweeps.empty()) << "its live shim was taken for a lost one";
+  EXPECT_THAT(runner.watched, ::testing::Contains(::testing::Pair(::testing::_, 4242)));
+}
+
 // The local runner's sweep of real files: the shim's record of the job's
 // start counts even when the job removed its status reservation.
 TEST(LocalAttemptRunnerSweep, TheShimsRecordOfTheStartCountsWhenTheReservationIsGone) {
