@@ -116,7 +116,8 @@ const std::vector<FieldDoc>& Catalogue() {
        "max_restarts: 3"},
       {"retry.on", FieldType::kStringList, "list of conditions", "[]", false,
        "Conditions that start a new attempt: preempted, gpu_fault, node_lost, oom, unknown (an "
-       "attempt whose end was not recorded, which may have run to its end), or exit:<code> (1-255).",
+       "attempt whose end was not recorded and whose job may have run: to its end, or, without cgroup v2, on in a "
+       "process that hid from the sweep), or exit:<code> (1-255).",
        "on: [oom, \"exit:1\"]", {}, "^(preempted|gpu_fault|node_lost|oom|unknown|exit:[0-9]{1,3})$"},
       {"retry.backoff", FieldType::kDuration, "duration", "10s", false,
        "Delay before the first retry; it doubles (with jitter) for each further one.",
