@@ -197,8 +197,9 @@ bool WriteStatusAtomically(const char* path, int reserved_fd, const std::string&
   } else {
     // No reservation (the job never started, and a partial file must not
     // suggest it did: see docs/shim.md), or the job replaced it: a new
-    // file. A link or fifo the job put there is removed first.
-    if (!NotRegular(tmp).empty() && NotRegular(tmp) != "a folder") unlink(tmp.c_str());
+    // file. A link or fifo the job put there is removed first (a folder
+    // stays: unlink refuses it, and so the write fails).
+    if (!NotRegular(tmp).empty()) unlink(tmp.c_str());
     int fd = CreateFresh(tmp, O_WRONLY);
     if (fd < 0) return false;
     ok = WriteAll(fd, json) && fsync(fd) == 0;
