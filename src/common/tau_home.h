@@ -17,7 +17,8 @@ namespace tau {
 //   jobs/ID/attempts/N/   rank-R.log, rank-R.status.json
 //   jobs/ID/checkpoints/  jobs/ID/outputs/  jobs/ID/metrics.jsonl
 //   shims/ID/N/rank-R.lock  each rank's shim lock and record, kept out of
-//                           the job's folder so the job cannot remove them
+//                           the job's folder so nothing it does there
+//                           removes them
 class TauHome {
  public:
   explicit TauHome(std::filesystem::path root) : root_(std::move(root)) {}

@@ -21,8 +21,8 @@ struct ShimRecord {
   std::string boot_id;      // "": not recorded
   // The shim recorded, just before it started the job, that it was about
   // to: the job may have run. The lock file lives in the daemon's state
-  // folder, out of the job's reach, so unlike the status reservation in the
-  // job's folder the job cannot remove this.
+  // folder, so unlike the status reservation in the job's folder nothing
+  // the job does there removes this.
   bool job_started = false;
 };
 
