@@ -14,9 +14,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/quantity.h"
@@ -46,6 +48,10 @@ struct Scenario {
   std::map<std::string, std::map<std::string, std::string>> expect_flavors;  // workload -> resource -> flavor
   std::map<std::string, std::string> expect_pending;               // workload -> reason
   std::vector<std::string> expect_refused;  // pending workloads refused at submission (can never fit)
+  // Where the engine knowingly differs from Kueue: the expectations are
+  // Kueue's, and the scenario passes only while the engine does NOT meet
+  // them (so the marker is dropped once it does).
+  std::string expect_deviation;
   sched::KueueConfig config;
 };
 
@@ -94,7 +100,8 @@ std::string Parse(const std::string& text, const std::string& file, Scenario* ou
     return file + ":1:1: the first document must be kind: Scenario";
   }
   for (const auto& e : root.entries) {
-    static const std::vector<std::string> kKeys = {"kind", "upstream", "description", "admitted", "pending", "expect"};
+    static const std::vector<std::string> kKeys = {"kind",    "upstream", "description",     "admitted",
+                                                   "pending", "expect",   "expect_deviation"};
     if (std::find(kKeys.begin(), kKeys.end(), e.key.scalar) == kKeys.end()) {
       return file + ":" + Where(e.key) + ": unknown field \"" + e.key.scalar + "\"";
     }
@@ -104,6 +111,12 @@ std::string Parse(const std::string& text, const std::string& file, Scenario* ou
     return file + ": \"upstream\" must name the Kueue test the scenario comes from";
   }
   out->upstream = upstream->scalar;
+  if (const Node* deviation = root.Find("expect_deviation")) {
+    if (!deviation->IsScalar() || deviation->scalar.empty()) {
+      return file + ":" + Where(*deviation) + ": expect_deviation must say how the engine differs from Kueue";
+    }
+    out->expect_deviation = deviation->scalar;
+  }
   int64_t seq = 0;
   auto workloads = [&](const char* key, std::vector<WorkloadSpec>* list) -> std::string {
     const Node* n = root.Find(key);
@@ -117,8 +130,9 @@ std::string Parse(const std::string& text, const std::string& file, Scenario* ou
         return file + ":" + Where(item) + ": a workload needs name, queue and requests";
       }
       for (const auto& e : item.entries) {
-        static const std::vector<std::string> kKeys = {"name",     "queue",       "namespace",    "priority", "count",
-                                                       "requests", "tolerations", "nodeSelector", "backoffSeconds"};
+        static const std::vector<std::string> kKeys = {"name",        "queue",        "namespace",      "priority",
+                                                       "count",       "requests",     "tolerations",    "nodeSelector",
+                                                       "backoffSeconds", "created"};
         if (std::find(kKeys.begin(), kKeys.end(), e.key.scalar) == kKeys.end()) {
           return file + ":" + Where(e.key) + ": unknown workload field \"" + e.key.scalar + "\"";
         }
@@ -130,7 +144,10 @@ std::string Parse(const std::string& text, const std::string& file, Scenario* ou
       w.workload.namespace_ = item.Find("namespace") ? item.Find("namespace")->scalar : "default";
       w.workload.priority = item.Find("priority") ? std::atoll(item.Find("priority")->scalar.c_str()) : 0;
       w.workload.count = item.Find("count") ? std::atoll(item.Find("count")->scalar.c_str()) : 1;
-      w.workload.seq = ++seq;
+      // Creation order: the order written, unless `created` places the
+      // workload (a smaller number is older; Kueue's creationTimestamp).
+      ++seq;
+      w.workload.seq = item.Find("created") ? std::atoll(item.Find("created")->scalar.c_str()) : seq;
       for (const auto& r : requests->entries) {
         auto q = Quantity::Parse(r.value.scalar);
         if (!q.ok()) return file + ":" + Where(r.value) + ": " + q.status().message();
@@ -184,6 +201,109 @@ std::string Parse(const std::string& text, const std::string& file, Scenario* ou
   return "";
 }
 
+// Runs a scenario: the admitted workloads one at a time, then the pending
+// ones together in one pass. Returns every way the outcome differs from
+// Kueue's, in words; `setup` gets a problem with the admitted list itself.
+std::vector<std::string> RunScenario(const Scenario& s, std::string* setup) {
+  sched::AdmissionEngine e;
+  // The admitted workloads were admitted before any queue was stopped:
+  // the setup runs with every stopPolicy None, the pass with the objects
+  // as written.
+  sched::KueueConfig before_stop = s.config;
+  for (auto& cq : before_stop.cluster_queues) cq.stop_policy = "None";
+  for (auto& lq : before_stop.local_queues) lq.stop_policy = "None";
+  e.Configure(before_stop);
+  // The admitted workloads, one at a time in the order written (which is
+  // their admission order).
+  for (const WorkloadSpec& w : s.admitted) {
+    if (Status st = e.Submit(w.workload); !st.ok()) {
+      *setup = w.line + ": " + st.message();
+      return {};
+    }
+    auto admitted = e.Schedule();
+    auto why = e.Why(w.workload.id);
+    if (!(admitted.size() == 1 && admitted[0].workload_id == w.workload.id)) {
+      *setup = w.line + ": setup workload " + w.workload.id + " was not admitted" +
+               (why ? ": " + why->reason + ": " + why->message : "");
+      return {};
+    }
+    if (!e.TakeEvictions().empty()) {
+      *setup = w.line + ": setting up " + w.workload.id + " preempted something";
+      return {};
+    }
+  }
+  e.Configure(s.config);
+  // Then the pending ones arrive together, and one pass runs.
+  std::vector<std::string> refused;
+  for (const WorkloadSpec& w : s.pending) {
+    if (!e.Submit(w.workload).ok()) {
+      refused.push_back(w.workload.id);
+    } else if (w.backoff_seconds > 0) {
+      e.SetBackoff(w.workload.id, w.backoff_seconds * 1000);  // the engine's clock is at 0
+    }
+  }
+  std::vector<std::string> admitted;
+  std::map<std::string, std::map<std::string, std::string>> flavors;
+  for (const sched::Admission& a : e.Schedule()) {
+    admitted.push_back(a.workload_id);
+    flavors[a.workload_id] = a.flavors;
+  }
+  std::map<std::string, std::string> preempted;
+  for (const sched::Eviction& v : e.TakeEvictions()) preempted[v.victim_id] = v.reason;
+
+  // Every way the outcome differs from Kueue's, in words.
+  std::vector<std::string> mismatches;
+  auto list = [](const auto& items) {
+    std::string out;
+    for (const auto& i : items) {
+      if constexpr (std::is_convertible_v<decltype(i), std::string>) {
+        out += (out.empty() ? "" : ", ") + i;
+      } else {
+        out += (out.empty() ? "" : ", ") + i.first + ": " + i.second;
+      }
+    }
+    return "[" + out + "]";
+  };
+  if (refused != s.expect_refused) {
+    mismatches.push_back("refused at submission " + list(refused) + ", Kueue " + list(s.expect_refused));
+  }
+  if (admitted != s.expect_admitted) {
+    mismatches.push_back("admitted " + list(admitted) + ", Kueue " + list(s.expect_admitted));
+  }
+  if (preempted != s.expect_preempted) {
+    mismatches.push_back("preempted " + list(preempted) + ", Kueue " + list(s.expect_preempted));
+  }
+  for (const auto& [id, want] : s.expect_flavors) {
+    auto got = flavors.find(id);
+    if (got == flavors.end()) {
+      mismatches.push_back(id + " was expected admitted with flavors");
+      continue;
+    }
+    for (const auto& [resource, flavor] : want) {
+      if (got->second[resource] != flavor) {
+        mismatches.push_back(id + " " + resource + " on flavor \"" + got->second[resource] + "\", Kueue \"" + flavor + "\"");
+      }
+    }
+  }
+  for (const auto& [id, reason] : s.expect_pending) {
+    auto why = e.Why(id);
+    if (!why) {
+      mismatches.push_back(id + " was expected pending");
+    } else if (why->reason != reason) {
+      mismatches.push_back(id + " pending with " + why->reason + " (" + why->message + "), Kueue " + reason);
+    }
+  }
+  return mismatches;
+}
+
+// The failures a scenario's outcome means: its mismatches, or, for one
+// marked expect_deviation, the absence of any (the marker is stale).
+std::vector<std::string> Verdict(const Scenario& s, const std::vector<std::string>& mismatches) {
+  if (s.expect_deviation.empty()) return mismatches;
+  if (!mismatches.empty()) return {};
+  return {"marked expect_deviation (" + s.expect_deviation + ") but the engine now does what Kueue does: remove the marker"};
+}
+
 class KueueConformanceTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(KueueConformanceTest, Scenario) {
@@ -197,56 +317,13 @@ TEST_P(KueueConformanceTest, Scenario) {
   ASSERT_EQ(problem, "");
   RecordProperty("upstream", s.upstream);
   SCOPED_TRACE("upstream: " + s.upstream);
-
-  sched::AdmissionEngine e;
-  // The admitted workloads were admitted before any queue was stopped:
-  // the setup runs with every stopPolicy None, the pass with the objects
-  // as written.
-  sched::KueueConfig before_stop = s.config;
-  for (auto& cq : before_stop.cluster_queues) cq.stop_policy = "None";
-  for (auto& lq : before_stop.local_queues) lq.stop_policy = "None";
-  e.Configure(before_stop);
-  // The admitted workloads, one at a time in the order written (which is
-  // their admission order).
-  for (const WorkloadSpec& w : s.admitted) {
-    ASSERT_TRUE(e.Submit(w.workload).ok()) << w.line << ": " << e.Submit(w.workload).message();
-    auto admitted = e.Schedule();
-    auto why = e.Why(w.workload.id);
-    ASSERT_TRUE(admitted.size() == 1 && admitted[0].workload_id == w.workload.id)
-        << w.line << ": setup workload " << w.workload.id << " was not admitted"
-        << (why ? ": " + why->reason + ": " + why->message : "");
-    ASSERT_TRUE(e.TakeEvictions().empty()) << w.line << ": setting up " << w.workload.id << " preempted something";
-  }
-  e.Configure(s.config);
-  // Then the pending ones arrive together, and one pass runs.
-  std::vector<std::string> refused;
-  for (const WorkloadSpec& w : s.pending) {
-    if (!e.Submit(w.workload).ok()) {
-      refused.push_back(w.workload.id);
-    } else if (w.backoff_seconds > 0) {
-      e.SetBackoff(w.workload.id, w.backoff_seconds * 1000);  // the engine's clock is at 0
-    }
-  }
-  EXPECT_EQ(refused, s.expect_refused) << "refused at submission";
-  std::vector<std::string> admitted;
-  std::map<std::string, std::map<std::string, std::string>> flavors;
-  for (const sched::Admission& a : e.Schedule()) {
-    admitted.push_back(a.workload_id);
-    flavors[a.workload_id] = a.flavors;
-  }
-  std::map<std::string, std::string> preempted;
-  for (const sched::Eviction& v : e.TakeEvictions()) preempted[v.victim_id] = v.reason;
-  EXPECT_EQ(admitted, s.expect_admitted) << "admitted";
-  EXPECT_EQ(preempted, s.expect_preempted) << "preempted (victim: reason)";
-  for (const auto& [id, want] : s.expect_flavors) {
-    auto got = flavors.find(id);
-    ASSERT_NE(got, flavors.end()) << id << " was expected admitted with flavors";
-    for (const auto& [resource, flavor] : want) EXPECT_EQ(got->second[resource], flavor) << id << " " << resource;
-  }
-  for (const auto& [id, reason] : s.expect_pending) {
-    auto why = e.Why(id);
-    ASSERT_TRUE(why) << id << " was expected pending";
-    EXPECT_EQ(why->reason, reason) << id << ": " << why->message;
+  std::string setup;
+  const auto mismatches = RunScenario(s, &setup);
+  ASSERT_EQ(setup, "");
+  for (const std::string& f : Verdict(s, mismatches)) ADD_FAILURE() << f;
+  if (!s.expect_deviation.empty()) {
+    RecordProperty("deviation", s.expect_deviation);
+    for (const std::string& m : mismatches) std::cout << "[ deviation ] " << GetParam() << ": " << m << "\n";
   }
 }
 
@@ -268,6 +345,66 @@ TEST(KueueConformanceSuiteTest, EveryScenarioNamesItsUpstreamTestAndReads) {
     EXPECT_EQ(Parse(text.str(), name + ".yaml", &s), "");
     EXPECT_THAT(s.upstream, ::testing::HasSubstr("kueue")) << name;
   }
+}
+
+// A small scenario the engine gets right, with or without the marker.
+std::string MarkedScenario(const std::string& marker) {
+  return "kind: Scenario\n"
+         "upstream: kubernetes-sigs/kueue (marker self-test)\n" +
+         marker +
+         "pending:\n"
+         "- {name: w, queue: main, requests: {cpu: \"1\"}}\n"
+         "expect:\n"
+         "  admitted: [w]\n"
+         "---\n"
+         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: default}\n---\n"
+         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec:\n"
+         "  namespaceSelector: {}\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"
+         "    - name: default\n      resources:\n      - {name: cpu, nominalQuota: \"2\"}\n---\n"
+         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {namespace: default, name: main}\n"
+         "spec: {clusterQueue: cq}\n";
+}
+
+TEST(KueueConformanceSuiteTest, DeviationMarkerFailsOnceTheEngineMatchesKueue) {
+  Scenario s;
+  ASSERT_EQ(Parse(MarkedScenario("expect_deviation: not admitted here\n"), "marked.yaml", &s), "");
+  EXPECT_EQ(s.expect_deviation, "not admitted here");
+  std::string setup;
+  const auto mismatches = RunScenario(s, &setup);
+  ASSERT_EQ(setup, "");
+  EXPECT_TRUE(mismatches.empty());
+  const auto failures = Verdict(s, mismatches);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_THAT(failures[0], ::testing::HasSubstr("remove the marker"));
+}
+
+TEST(KueueConformanceSuiteTest, DeviationMarkerPassesOnlyWhileTheOutcomeDiffers) {
+  Scenario s;
+  ASSERT_EQ(Parse(MarkedScenario("expect_deviation: not admitted here\n"), "marked.yaml", &s), "");
+  s.expect_admitted.clear();  // Kueue's outcome, as the marked file would state it, now differs
+  std::string setup;
+  const auto mismatches = RunScenario(s, &setup);
+  ASSERT_EQ(setup, "");
+  EXPECT_EQ(mismatches, std::vector<std::string>{"admitted [w], Kueue []"});
+  EXPECT_TRUE(Verdict(s, mismatches).empty());
+  s.expect_deviation.clear();  // unmarked, the same mismatch is a failure
+  EXPECT_EQ(Verdict(s, mismatches), mismatches);
+}
+
+TEST(KueueConformanceSuiteTest, EmptyDeviationMarkerIsRefusedWithItsPosition) {
+  Scenario s;
+  EXPECT_EQ(Parse(MarkedScenario("expect_deviation: \"\"\n"), "marked.yaml", &s),
+            "marked.yaml:3:19: expect_deviation must say how the engine differs from Kueue");
+}
+
+TEST(KueueConformanceSuiteTest, CreatedAndNodeSelectorAreRead) {
+  Scenario s;
+  std::string text = MarkedScenario("");
+  text.replace(text.find("queue: main,"), 12, "queue: main, created: -5, nodeSelector: {zone: a},");
+  ASSERT_EQ(Parse(text, "fields.yaml", &s), "");
+  ASSERT_EQ(s.pending.size(), 1u);
+  EXPECT_EQ(s.pending[0].workload.seq, -5);
+  EXPECT_EQ(s.pending[0].workload.node_selector, (std::map<std::string, std::string>{{"zone", "a"}}));
 }
 
 }  // namespace
