@@ -167,7 +167,22 @@ class AdmissionEngine {
     int64_t admitted;  // admission order: the most recent goes first
     QuotaTree::NodeId node;
     QuotaTree::NodeId common;  // lowest common ancestor with the preemptor's ClusterQueue
+    // Kueue's hierarchical advantage: the preemptor reclaims quota of a
+    // subtree it fits in (from its ClusterQueue up), which another queue
+    // borrows; such a workload goes whatever its priority and even while
+    // the preemptor borrows.
+    bool hierarchical = false;
   };
+  // Kueue's classical candidates (its hierarchical preemption), in the
+  // order they are tried: already evicting first; then those over which the
+  // preemptor has the hierarchical advantage, those other queues lend by
+  // priority, and the preemptor's own; each lowest priority, most recently
+  // admitted first. Other queues' workloads are looked for only in
+  // ClusterQueues and Cohorts above their quota of a pair in `need`.
+  // `hierarchical` tells whether any has the advantage.
+  std::vector<VictimCandidate> ClassicalCandidates(const QueueState& q, const Workload& w,
+                                                   const FlavorResourceAmounts& usage,
+                                                   const std::set<FlavorResource>& need, bool* hierarchical) const;
   // The fewest admitted workloads whose eviction lets `w` fit with `usage`
   // (its flavors' amounts), chosen and
   // minimized as Kueue's classical preemption does (admission_preemption.cc);

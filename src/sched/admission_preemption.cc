@@ -28,7 +28,7 @@ bool AdmissionEngine::FitsQuota(const QueueState& q, const FlavorResourceAmounts
 bool AdmissionEngine::CandidateValid(const VictimCandidate& c, const std::set<FlavorResource>& need,
                                      bool allow_borrowing) const {
   if (c.own) return true;
-  if (allow_borrowing && !c.while_borrowing) return false;
+  if (allow_borrowing && !c.while_borrowing && !c.hierarchical) return false;
   auto over_quota = [&](QuotaTree::NodeId node) {
     for (const FlavorResource& fr : need) {
       if (tree_.Usage(node, fr) > tree_.SubtreeQuota(node, fr)) return true;
@@ -107,21 +107,129 @@ std::vector<Eviction> AdmissionEngine::FindVictimsAmongOthers(const QueueState& 
   });
   const bool others = std::any_of(candidates.begin(), candidates.end(), [](const auto& c) { return !c.own; });
   if (others && FairSharing()) return FindFairVictims(q, w, usage, candidates, need);
+  // Classical preemption walks the cohort tree as Kueue's hierarchical
+  // preemption does.
+  bool hierarchical = false;
+  const std::vector<VictimCandidate> ordered = ClassicalCandidates(q, w, usage, need, &hierarchical);
+  const bool from_others = std::any_of(ordered.begin(), ordered.end(), [](const auto& c) { return !c.own; });
   // Which runs to try, borrowing allowed or not, in Kueue's order: another
-  // queue's workload is reclaimed only while the preemptor stays within its
-  // nominal quota, unless borrowWithinCohort allows it.
+  // queue's workload without the hierarchical advantage is reclaimed only
+  // while the preemptor stays within its nominal quota, unless
+  // borrowWithinCohort allows it.
   bool under_nominal = true;
   for (const FlavorResource& fr : need) under_nominal = under_nominal && tree_.Usage(q.node, fr) < tree_.SubtreeQuota(q.node, fr);
   const bool borrow_within_cohort = p.borrow_within_cohort == "LowerPriority";
   std::vector<bool> runs;
-  if (!others || (!borrow_within_cohort && !under_nominal)) runs = {true};
-  else if (!borrow_within_cohort) runs = {false, true};
+  if (!from_others || (!borrow_within_cohort && !under_nominal)) runs = {true};
+  else if (!borrow_within_cohort && !hierarchical) runs = {false, true};
   else runs = {true, false};
   for (bool allow_borrowing : runs) {
-    auto victims = SelectVictims(q, w, usage, candidates, need, allow_borrowing);
+    auto victims = SelectVictims(q, w, usage, ordered, need, allow_borrowing);
     if (!victims.empty()) return victims;
   }
   return {};
+}
+
+std::vector<AdmissionEngine::VictimCandidate> AdmissionEngine::ClassicalCandidates(
+    const QueueState& q, const Workload& w, const FlavorResourceAmounts& usage, const std::set<FlavorResource>& need,
+    bool* hierarchical) const {
+  const Preemption& p = q.spec->preemption;
+  auto within_quota = [&](QuotaTree::NodeId node) {
+    for (const FlavorResource& fr : need) {
+      if (tree_.Usage(node, fr) > tree_.SubtreeQuota(node, fr)) return false;
+    }
+    return true;
+  };
+  // Kueue's QuantitiesFitInQuota: whether `remaining` fits the node's
+  // subtree quota now; `remaining` becomes what its unused local quota
+  // does not cover, for the next node up.
+  auto fits_in_quota = [&](QuotaTree::NodeId node, FlavorResourceAmounts& remaining) {
+    bool fits = true;
+    for (auto& [fr, amount] : remaining) {
+      if (tree_.Usage(node, fr) + amount > tree_.SubtreeQuota(node, fr)) fits = false;
+      amount = std::max<int64_t>(0, amount - std::max<int64_t>(0, tree_.LocalQuota(node, fr) - tree_.Usage(node, fr)));
+    }
+    return fits;
+  };
+  auto candidate = [&](const std::string& id, QuotaTree::NodeId node, QuotaTree::NodeId common,
+                       bool advantage) -> std::optional<VictimCandidate> {
+    if (pass_admitted_.count(id) || pass_victims_.count(id)) return std::nullopt;
+    const Admission& a = admitted_.at(id);
+    bool uses = false;
+    for (const auto& [fr, amount] : a.usage) uses = uses || (amount > 0 && need.count(fr));
+    if (!uses) return std::nullopt;
+    const Workload& v = workloads_.at(id);
+    VictimCandidate c{id, node == q.node, evicting_.count(id) > 0, false, v.priority,
+                      admitted_order_.count(id) ? admitted_order_.at(id) : 0, node, common};
+    if (c.own) {
+      const bool lower = v.priority < w.priority;
+      if (!(p.within_cluster_queue == "LowerPriority" && lower) &&
+          !(p.within_cluster_queue == "LowerOrNewerEqualPriority" &&
+            (lower || (v.priority == w.priority && v.seq > w.seq)))) {
+        return std::nullopt;
+      }
+      return c;
+    }
+    if (p.reclaim_within_cohort == "LowerPriority" && v.priority >= w.priority) return std::nullopt;
+    if (advantage) {
+      c.hierarchical = true;
+    } else {
+      c.while_borrowing = p.borrow_within_cohort == "LowerPriority" && v.priority < w.priority &&
+                          (!p.max_priority_threshold || v.priority <= *p.max_priority_threshold);
+    }
+    return c;
+  };
+  auto admitted_in = [&](QuotaTree::NodeId cq_node, QuotaTree::NodeId common, bool advantage,
+                         std::vector<VictimCandidate>* out) {
+    for (const auto& [id, a] : admitted_) {
+      auto vq = queues_.find(a.cluster_queue);
+      if (vq == queues_.end() || vq->second.node != cq_node) continue;
+      if (auto c = candidate(id, cq_node, common, advantage)) out->push_back(*c);
+    }
+  };
+  std::vector<VictimCandidate> same, advantaged, by_priority;
+  if (p.within_cluster_queue != "Never") admitted_in(q.node, q.node, false, &same);
+  FlavorResourceAmounts remaining = usage;
+  bool advantage = fits_in_quota(q.node, remaining);
+  if (p.reclaim_within_cohort != "Never") {
+    std::optional<QuotaTree::NodeId> skip;
+    for (std::optional<QuotaTree::NodeId> root = tree_.Parent(q.node); root; root = tree_.Parent(*root)) {
+      std::vector<VictimCandidate>* list = advantage ? &advantaged : &by_priority;
+      // The subtree under `root`, leaving out the one already visited and
+      // every ClusterQueue or Cohort within its quota.
+      std::vector<QuotaTree::NodeId> stack = {*root};
+      while (!stack.empty()) {
+        const QuotaTree::NodeId current = stack.back();
+        stack.pop_back();
+        for (QuotaTree::NodeId child : tree_.Children(current)) {
+          if (child == q.node || (skip && child == *skip) || within_quota(child)) continue;
+          if (tree_.IsCohort(child)) {
+            stack.push_back(child);
+          } else {
+            admitted_in(child, *root, advantage, list);
+          }
+        }
+      }
+      advantage = fits_in_quota(*root, remaining) || advantage;
+      skip = *root;
+    }
+  }
+  auto order = [](const VictimCandidate& a, const VictimCandidate& b) {
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.admitted != b.admitted) return a.admitted > b.admitted;
+    return a.id < b.id;
+  };
+  std::vector<VictimCandidate> ordered;
+  for (auto* list : {&advantaged, &by_priority, &same}) std::sort(list->begin(), list->end(), order);
+  for (bool evicting : {true, false}) {
+    for (auto* list : {&advantaged, &by_priority, &same}) {
+      for (const VictimCandidate& c : *list) {
+        if (c.evicting == evicting) ordered.push_back(c);
+      }
+    }
+  }
+  *hierarchical = !advantaged.empty();
+  return ordered;
 }
 
 std::vector<Eviction> AdmissionEngine::SelectVictims(const QueueState& q, const Workload& w,

@@ -252,5 +252,54 @@ TEST(VictimOrderTest, TheMostRecentlyAdmittedGoesFirstWhateverItsSubmission) {
   EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{"older"});
 }
 
+
+// Kueue's hierarchical advantage: q (no quota of its own) sits in Cohort c,
+// which owns 2 CPUs that q-borrowing, directly under the root, borrows. q's
+// workload fits c's quota, so it reclaims them from a workload of the same
+// priority (reclaimWithinCohort: Any), although q itself is above its
+// nominal quota (0) and may not borrowWithinCohort.
+KueueConfig Advantage() {
+  KueueConfig c = CpuQueues({{"q", 0, "c"}, {"borrowing", 0, "r"}});
+  for (auto& cq : c.cluster_queues) {
+    cq.preemption.within_cluster_queue = "LowerPriority";
+    cq.preemption.reclaim_within_cohort = "Any";
+  }
+  Cohort r;
+  r.name = "r";
+  Cohort cohort;
+  cohort.name = "c";
+  cohort.parent_name = "r";
+  cohort.resource_groups = {{{"cpu"}, {{"default", {Q("cpu", 2)}}}}};
+  c.cohorts = {r, cohort};
+  return c;
+}
+
+TEST(HierarchicalPreemptionTest, AQueueReclaimsItsCohortsQuotaWhateverThePriority) {
+  AdmissionEngine e;
+  e.Configure(Advantage());
+  ASSERT_TRUE(e.Submit(W("borrower", 2, "qborrowing", 5)).ok());
+  ASSERT_EQ(Ids(e.Schedule()), std::vector<std::string>{"borrower"});
+  ASSERT_TRUE(e.Submit(W("in", 2, "qq", 0)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  auto evictions = e.TakeEvictions();
+  ASSERT_EQ(evictions.size(), 1u);
+  EXPECT_EQ(evictions[0].victim_id, "borrower");
+  EXPECT_EQ(evictions[0].reason, "InCohortReclamation");
+}
+
+// Without the advantage (the workload needs more than Cohort c owns), the
+// same higher-priority borrower stays.
+TEST(HierarchicalPreemptionTest, WithoutTheAdvantagePriorityDecides) {
+  KueueConfig c = Advantage();
+  c.cluster_queues.push_back(testing::MakeCpuQueue("lender", Q("cpu", 2), "r"));
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("borrower", 4, "qborrowing", 5)).ok());
+  ASSERT_EQ(Ids(e.Schedule()), std::vector<std::string>{"borrower"});
+  ASSERT_TRUE(e.Submit(W("in", 3, "qq", 0)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_TRUE(e.TakeEvictions().empty());
+}
+
 }  // namespace
 }  // namespace tau::sched
