@@ -212,16 +212,58 @@ std::vector<Eviction> AdmissionEngine::FindFairVictims(const QueueState& q, cons
   auto holds = [&](const std::string& strategy, double preemptor_new, double target_old, double target_new) {
     return strategy == "LessThanInitialShare" ? preemptor_new < target_old : preemptor_new <= target_new;
   };
-  double preemptor_share = WeightedShareOf(q.node, usage);
+  // As Kueue, the shares a strategy compares for a target are those of the
+  // preemptor's and the target's subtrees just below their lowest common
+  // ancestor (the ClusterQueues themselves in a flat Cohort), the
+  // preemptor's counting the incoming workload.
+  std::vector<QuotaTree::NodeId> preemptor_path;
+  for (std::optional<QuotaTree::NodeId> n = q.node; n; n = tree_.Parent(*n)) preemptor_path.push_back(*n);
+  auto below_common = [&](QuotaTree::NodeId target) -> std::pair<QuotaTree::NodeId, QuotaTree::NodeId> {
+    QuotaTree::NodeId t = target;
+    for (std::optional<QuotaTree::NodeId> parent = tree_.Parent(t); parent; parent = tree_.Parent(t)) {
+      auto at = std::find(preemptor_path.begin(), preemptor_path.end(), *parent);
+      if (at != preemptor_path.end()) return {at == preemptor_path.begin() ? q.node : *(at - 1), t};
+      t = *parent;
+    }
+    return {q.node, target};
+  };
+  auto preemptor_share_against = [&](QuotaTree::NodeId target) {
+    tree_.AddUsage(q.node, usage);
+    const double share = WeightedShareOf(below_common(target).first);
+    tree_.RemoveUsage(q.node, usage);
+    return share;
+  };
+  auto target_share = [&](QuotaTree::NodeId target) { return WeightedShareOf(below_common(target).second); };
+  // Kueue's FairSharingPreemptWithinNominal (on by default since v0.17):
+  // while the preemptor's ClusterQueue, with the incoming workload, stays
+  // within its nominal quota of every pair needing preemption, it reclaims
+  // that quota from the queues with the highest share whatever the
+  // strategies say.
+  bool within_nominal = true;
+  for (const FlavorResource& fr : need) {
+    const auto it = usage.find(fr);
+    const int64_t incoming = it == usage.end() ? 0 : it->second;
+    within_nominal = within_nominal && tree_.Usage(q.node, fr) + incoming <= tree_.SubtreeQuota(q.node, fr);
+  }
   bool fit = false;
   std::vector<const VictimCandidate*> retry;  // refused by the first strategy
   while (!fit && !queues.empty()) {
     QueueCandidates target = pop_highest(queues);
     if (target.node == q.node) {
       fit = take(*target.workloads.front(), "InClusterQueue");
-      preemptor_share = WeightedShareOf(q.node, usage);
       target.workloads.erase(target.workloads.begin());
       if (!target.workloads.empty()) {
+        target.share = WeightedShareOf(target.node);
+        queues.push_back(std::move(target));
+      }
+      continue;
+    }
+    if (within_nominal) {
+      const VictimCandidate& c = *target.workloads.front();
+      if (!borrowing(c)) continue;  // the queue no longer borrows: nothing to reclaim from it
+      fit = take(c, "InCohortReclamation");
+      target.workloads.erase(target.workloads.begin());
+      if (!fit && !target.workloads.empty()) {
         target.share = WeightedShareOf(target.node);
         queues.push_back(std::move(target));
       }
@@ -230,10 +272,12 @@ std::vector<Eviction> AdmissionEngine::FindFairVictims(const QueueState& q, cons
     for (size_t i = 0; i < target.workloads.size(); ++i) {
       const VictimCandidate& c = *target.workloads[i];
       if (!borrowing(c)) break;  // the queue no longer borrows: nothing more to take from it
+      const double target_old = target_share(c.node);
       tree_.RemoveUsage(c.node, admitted_.at(c.id).usage);
-      const double target_new = WeightedShareOf(c.node);
+      const double target_new = target_share(c.node);
       tree_.AddUsage(c.node, admitted_.at(c.id).usage);
-      const bool fair = !strategies.empty() && holds(strategies[0], preemptor_share, target.share, target_new);
+      const bool fair =
+          !strategies.empty() && holds(strategies[0], preemptor_share_against(c.node), target_old, target_new);
       if (fair || c.while_borrowing) {
         fit = take(c, fair ? "InCohortFairSharing" : "InCohortReclaimWhileBorrowing");
         target.workloads.erase(target.workloads.begin(), target.workloads.begin() + static_cast<std::ptrdiff_t>(i) + 1);
@@ -257,7 +301,7 @@ std::vector<Eviction> AdmissionEngine::FindFairVictims(const QueueState& q, cons
     while (!fit && !again.empty()) {
       QueueCandidates target = pop_highest(again);
       const VictimCandidate& c = *target.workloads.front();
-      if (borrowing(c) && holds(strategies[1], preemptor_share, target.share, 0)) {
+      if (borrowing(c) && holds(strategies[1], preemptor_share_against(c.node), target_share(c.node), 0)) {
         fit = take(c, "InCohortFairSharing");
       }
     }

@@ -235,7 +235,9 @@ TEST(FairSharingTest, AQueueBelowItsShareReclaimsFromTheOneAboveItAndThenNobodyP
   ASSERT_TRUE(e.Submit(W("b1", "b")).ok());
   auto evicted = Settle(e);
   ASSERT_EQ(evicted.size(), 2u);
-  EXPECT_EQ(evicted[0].reason, "InCohortFairSharing");
+  // b stays within its nominal quota: it reclaims (Kueue's
+  // FairSharingPreemptWithinNominal).
+  EXPECT_EQ(evicted[0].reason, "InCohortReclamation");
   EXPECT_TRUE(e.IsAdmitted("b0"));
   EXPECT_TRUE(e.IsAdmitted("b1"));
   // At even shares, more work on either side preempts nothing, round
@@ -264,7 +266,7 @@ TEST(FairSharingTest, FairPreemptionTakesFromTheHighestShareFirstEvenOverThePree
   auto evictions = e.TakeEvictions();
   ASSERT_EQ(evictions.size(), 1u);
   EXPECT_EQ(evictions[0].victim_id, "a2");
-  EXPECT_EQ(evictions[0].reason, "InCohortFairSharing");
+  EXPECT_EQ(evictions[0].reason, "InCohortReclamation");  // b-high fits within b's nominal quota
 }
 
 TEST(FairSharingTest, TheStrategiesDecideWhichTargetsAreFair) {
@@ -384,6 +386,61 @@ TEST(AdmissionFairSharingTest, TheHistorySurvivesARestartOfTheEngine) {
   auto first = restarted.Schedule();
   ASSERT_FALSE(first.empty());
   EXPECT_EQ(first[0].workload_id, "l1") << "heavy's past usage still counts after the restart";
+}
+
+
+// Kueue's FairSharingPreemptWithinNominal: a (weight 0, so an infinite
+// share as soon as it borrows) still reclaims its nominal CPU from the
+// borrower b, because with the incoming workload it stays within it.
+TEST(FairSharingTest, AWorkloadWithinItsQueuesNominalQuotaReclaimsWhateverTheShares) {
+  KueueConfig c;
+  c.fair_sharing.enable = true;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  c.cluster_queues = {Cpu("a", 1, "root", 0.0), Cpu("b", 0, "root", 1.0)};
+  c.cluster_queues[0].preemption.reclaim_within_cohort = "Any";
+  c.local_queues = {{"default", "a", "a", "None"}, {"default", "b", "b", "None"}};
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("b1", "b")).ok());
+  ASSERT_EQ(e.Schedule().size(), 1u);
+  ASSERT_TRUE(e.Submit(W("a1", "a")).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  auto evictions = e.TakeEvictions();
+  ASSERT_EQ(evictions.size(), 1u);
+  EXPECT_EQ(evictions[0].victim_id, "b1");
+  EXPECT_EQ(evictions[0].reason, "InCohortReclamation");
+}
+
+// The quota is Cohort team-a's (weight 0), not a's: a is not within a
+// nominal quota of its own, so the strategies decide, comparing the shares
+// just below the common ancestor: team-a's (0, it lends nothing and borrows
+// nothing once a1 runs) against b's, as Kueue does — not a's own share,
+// which is infinite at weight 0.
+TEST(FairSharingTest, StrategiesCompareTheSubtreesBelowTheCommonAncestor) {
+  KueueConfig c;
+  c.fair_sharing.enable = true;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  c.cluster_queues = {Cpu("a", 0, "team-a", 0.0), Cpu("b", 0, "root", 1.0)};
+  c.cluster_queues[0].preemption.reclaim_within_cohort = "Any";
+  Cohort team_a;
+  team_a.name = "team-a";
+  team_a.parent_name = "root";
+  team_a.fair_sharing_weight = Quantity::FromUnits(0);
+  team_a.resource_groups = {{{"cpu"}, {{"default", {{"cpu", Quantity::FromUnits(1), std::nullopt, std::nullopt}}}}}};
+  Cohort root;
+  root.name = "root";
+  c.cohorts = {root, team_a};
+  c.local_queues = {{"default", "a", "a", "None"}, {"default", "b", "b", "None"}};
+  AdmissionEngine e;
+  e.Configure(c);
+  ASSERT_TRUE(e.Submit(W("b1", "b")).ok());
+  ASSERT_EQ(e.Schedule().size(), 1u);
+  ASSERT_TRUE(e.Submit(W("a1", "a")).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  auto evictions = e.TakeEvictions();
+  ASSERT_EQ(evictions.size(), 1u);
+  EXPECT_EQ(evictions[0].victim_id, "b1");
+  EXPECT_EQ(evictions[0].reason, "InCohortFairSharing");
 }
 
 }  // namespace
