@@ -7,6 +7,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -208,6 +210,93 @@ std::vector<Eviction> AdmissionEngine::FindFairVictims(const QueueState& q, cons
     list.erase(it);
     return out;
   };
+  // Kueue's target order in a cohort tree: from the root down, at each
+  // Cohort the child with the highest weighted share among those that
+  // borrow (or lie on the preemptor's path) and hold candidates — a Cohort
+  // winning ties against a ClusterQueue — until a ClusterQueue is reached.
+  // A Cohort with no such child is set aside and the walk starts again.
+  std::set<QuotaTree::NodeId> on_path;
+  for (std::optional<QuotaTree::NodeId> n = tree_.Parent(q.node); n; n = tree_.Parent(*n)) on_path.insert(*n);
+  auto borrows_any = [&](QuotaTree::NodeId node) {
+    for (const auto& [fr, used] : tree_.UsageOf(node)) {
+      if (used > tree_.SubtreeQuota(node, fr)) return true;
+    }
+    return false;
+  };
+  // Ties between ClusterQueues go by their first candidates, in Kueue's
+  // candidate order.
+  auto goes_first = [](const VictimCandidate& a, const VictimCandidate& b) {
+    if (a.evicting != b.evicting) return a.evicting;
+    if (a.own != b.own) return !a.own;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    return a.admitted > b.admitted;
+  };
+  std::set<QuotaTree::NodeId> pruned;
+  // Shares and borrowing are judged with the incoming workload counted.
+  std::function<std::optional<QueueCandidates>(std::vector<QueueCandidates>&)> walk;
+  auto pop_tournament = [&](std::vector<QueueCandidates>& list) {
+    tree_.AddUsage(q.node, usage);
+    std::optional<QueueCandidates> out = walk(list);
+    tree_.RemoveUsage(q.node, usage);
+    return out;
+  };
+  walk = [&](std::vector<QueueCandidates>& list) -> std::optional<QueueCandidates> {
+    if (on_path.empty()) {
+      if (list.empty()) return std::nullopt;
+      return pop_highest(list);
+    }
+    QuotaTree::NodeId root = q.node;
+    while (auto parent = tree_.Parent(root)) root = *parent;
+    auto entry = [&](QuotaTree::NodeId node) {
+      return std::find_if(list.begin(), list.end(), [&](const QueueCandidates& qc) { return qc.node == node; });
+    };
+    while (!pruned.count(root)) {
+      QuotaTree::NodeId cohort = root;
+      while (true) {
+        std::optional<QuotaTree::NodeId> best_queue, best_cohort;
+        double queue_share = -1, cohort_share = -1;
+        for (QuotaTree::NodeId child : tree_.Children(cohort)) {
+          if (pruned.count(child)) continue;
+          if (tree_.IsCohort(child)) {
+            if (!borrows_any(child) && !on_path.count(child)) {
+              pruned.insert(child);
+              continue;
+            }
+            const double share = WeightedShareOf(child);
+            if (share >= cohort_share) {
+              cohort_share = share;
+              best_cohort = child;
+            }
+            continue;
+          }
+          auto it = entry(child);
+          if ((child != q.node && !borrows_any(child)) || it == list.end() || it->workloads.empty()) {
+            pruned.insert(child);
+            continue;
+          }
+          const double share = WeightedShareOf(child);
+          if (share > queue_share || (share == queue_share && goes_first(*it->workloads.front(),
+                                                                         *entry(*best_queue)->workloads.front()))) {
+            queue_share = share;
+            best_queue = child;
+          }
+        }
+        if (!best_queue && !best_cohort) {
+          pruned.insert(cohort);
+          break;
+        }
+        if (best_cohort && cohort_share >= queue_share) {
+          cohort = *best_cohort;
+          continue;
+        }
+        auto it = entry(*best_queue);
+        QueueCandidates out = std::move(*it);
+        list.erase(it);
+        return out;
+      }
+    }
+    return std::nullopt;
+  };
   const auto& strategies = config_.fair_sharing.preemption_strategies;
   auto holds = [&](const std::string& strategy, double preemptor_new, double target_old, double target_new) {
     return strategy == "LessThanInitialShare" ? preemptor_new < target_old : preemptor_new <= target_new;
@@ -248,7 +337,9 @@ std::vector<Eviction> AdmissionEngine::FindFairVictims(const QueueState& q, cons
   bool fit = false;
   std::vector<const VictimCandidate*> retry;  // refused by the first strategy
   while (!fit && !queues.empty()) {
-    QueueCandidates target = pop_highest(queues);
+    std::optional<QueueCandidates> next = pop_tournament(queues);
+    if (!next) break;
+    QueueCandidates target = std::move(*next);
     if (target.node == q.node) {
       fit = take(*target.workloads.front(), "InClusterQueue");
       target.workloads.erase(target.workloads.begin());

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "sched/admission_engine.h"
 #include "sched/test_builders.h"
@@ -441,6 +442,49 @@ TEST(FairSharingTest, StrategiesCompareTheSubtreesBelowTheCommonAncestor) {
   ASSERT_EQ(evictions.size(), 1u);
   EXPECT_EQ(evictions[0].victim_id, "b1");
   EXPECT_EQ(evictions[0].reason, "InCohortFairSharing");
+}
+
+
+// Kueue's hierarchical target order: the tree root (5 CPUs) holds Cohorts
+// left (a, b; weight 2) and right (d, e; e weighs 0.99) of 5 CPUs each,
+// and c; every queue has 1 CPU. b, c, d and e fill the tree with five
+// 1-CPU workloads each (priorities 1..5). a's 5-CPU workload takes its
+// victims by a walk from the root, each time into the child with the
+// highest share: b's two lowest (its sibling), c's two lowest, and e's
+// lowest — not d's, which a flat order by ClusterQueue share would reach.
+TEST(FairSharingTest, TargetsAreChosenByAWalkFromTheRootOfTheTree) {
+  KueueConfig c;
+  c.fair_sharing.enable = true;
+  c.resource_flavors = {{"default", {}, {}, {}}};
+  auto cohort = [](const std::string& name, const std::string& parent, std::optional<int64_t> weight_milli) {
+    Cohort h;
+    h.name = name;
+    h.parent_name = parent;
+    h.resource_groups = {{{"cpu"}, {{"default", {{"cpu", Quantity::FromUnits(5), std::nullopt, std::nullopt}}}}}};
+    if (weight_milli) h.fair_sharing_weight = Quantity::FromMilli(*weight_milli);
+    return h;
+  };
+  c.cohorts = {cohort("root", "", std::nullopt), cohort("left", "root", 2000), cohort("right", "root", std::nullopt)};
+  c.cluster_queues = {Cpu("a", 1, "left", 2.0), Cpu("b", 1, "left"), Cpu("c", 1, "root"), Cpu("d", 1, "right"),
+                      Cpu("e", 1, "right", 0.99)};
+  c.cluster_queues[0].preemption.reclaim_within_cohort = "Any";
+  for (const char* q : {"a", "b", "c", "d", "e"}) c.local_queues.push_back({"default", q, q, "None"});
+  AdmissionEngine e;
+  e.Configure(c);
+  for (const char* q : {"b", "c", "d", "e"}) {
+    for (int i = 1; i <= 5; ++i) {
+      ASSERT_TRUE(e.Submit(W(std::string(q) + std::to_string(i), q, 1, i)).ok());
+      ASSERT_EQ(e.Schedule().size(), 1u);
+    }
+  }
+  ASSERT_TRUE(e.Submit(W("unit", "a", 5)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  std::set<std::string> victims;
+  for (const Eviction& v : e.TakeEvictions()) {
+    EXPECT_EQ(v.reason, "InCohortFairSharing") << v.victim_id;
+    victims.insert(v.victim_id);
+  }
+  EXPECT_EQ(victims, (std::set<std::string>{"b1", "b2", "c1", "c2", "e1"}));
 }
 
 }  // namespace
