@@ -68,6 +68,9 @@ std::vector<Eviction> AdmissionEngine::FindVictimsAmongOthers(const QueueState& 
     }
     return std::nullopt;  // another cohort tree
   };
+  // Fair sharing's candidates (Kueue's findCandidates): the preemptor's
+  // queue's by withinClusterQueue, any other queue's of the tree by
+  // reclaimWithinCohort; classical preemption collects its own below.
   std::vector<VictimCandidate> candidates;
   for (const auto& [id, a] : admitted_) {
     if (pass_admitted_.count(id) || pass_victims_.count(id)) continue;
