@@ -461,7 +461,9 @@ TEST(FairSharingTest, TargetsAreChosenByAWalkFromTheRootOfTheTree) {
     h.name = name;
     h.parent_name = parent;
     h.resource_groups = {{{"cpu"}, {{"default", {{"cpu", Quantity::FromUnits(5), std::nullopt, std::nullopt}}}}}};
-    if (weight_milli) h.fair_sharing_weight = Quantity::FromMilli(*weight_milli);
+    if (weight_milli) {
+      h.fair_sharing_weight = Quantity::FromMilli(*weight_milli);
+    }
     return h;
   };
   c.cohorts = {cohort("root", "", std::nullopt), cohort("left", "root", 2000), cohort("right", "root", std::nullopt)};

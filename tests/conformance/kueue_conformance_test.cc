@@ -299,8 +299,12 @@ std::vector<std::string> RunScenario(const Scenario& s, std::string* setup) {
 // The failures a scenario's outcome means: its mismatches, or, for one
 // marked expect_deviation, the absence of any (the marker is stale).
 std::vector<std::string> Verdict(const Scenario& s, const std::vector<std::string>& mismatches) {
-  if (s.expect_deviation.empty()) return mismatches;
-  if (!mismatches.empty()) return {};
+  if (s.expect_deviation.empty()) {
+    return mismatches;
+  }
+  if (!mismatches.empty()) {
+    return {};
+  }
   return {"marked expect_deviation (" + s.expect_deviation + ") but the engine now does what Kueue does: remove the marker"};
 }
 
