@@ -258,6 +258,12 @@ class JobManager {
   // tried again (WakeRetries), so a full disk costs no busy loop.
   static constexpr std::chrono::milliseconds kStoreRetryDelay{5000};
 
+  // How long a submit's request_id is remembered (a client sends a submit
+  // again within seconds; a week covers any retry). Prune and history.keep
+  // remove a job's ids with it; tau rm keeps them, so a submit sent again
+  // after it is told its job was removed.
+  static constexpr std::chrono::hours kSubmitRequestKeep{24 * 7};
+
   // Queues the Retrying jobs whose backoff has ended. Runs from the timer
   // JobManagerOptions::after arms; tests call it after moving the clock.
   void WakeRetries();
@@ -334,6 +340,8 @@ class JobManager {
   void RemoveFiles(const store::JobRecord& rec, bool now);
   Result<std::vector<std::string>> PruneEnded(std::optional<std::chrono::milliseconds> age,
                                               std::optional<int64_t> keep);
+  // Deletes the submit request ids older than kSubmitRequestKeep.
+  void ForgetOldSubmitRequests();
   // Deletes job folders without a job in the database (Recover).
   void RemoveOrphanFiles();
   // Submit's checks and commit; the caller removes the folder on an error.

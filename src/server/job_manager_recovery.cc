@@ -169,6 +169,7 @@ Status JobManager::Recover() {
   RunAdmission();
   Publish();
   RemoveOrphanFiles();
+  ForgetOldSubmitRequests();
   if (options_.history_keep) {
     // history.keep may have been lowered since the last run.
     if (auto removed = PruneEnded(std::nullopt, options_.history_keep); !removed.ok()) {

@@ -83,6 +83,19 @@ Result<std::optional<SubmitRequestRecord>> JobStore::FindSubmitRequest(const std
   return std::optional<SubmitRequestRecord>(std::move(rows.front()));
 }
 
+Status JobStore::DeleteSubmitRequestsOf(const std::string& job_id) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("DELETE FROM submit_requests WHERE job_id=?"));
+  st.Bind(1, job_id);
+  return st.Run();
+}
+
+Result<int64_t> JobStore::DeleteSubmitRequestsBefore(int64_t created_before_ms) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("DELETE FROM submit_requests WHERE created_at < ?"));
+  st.Bind(1, created_before_ms);
+  TAU_RETURN_IF_ERROR(st.Run());
+  return int64_t{db_->Changes()};
+}
+
 Status JobStore::DeleteJob(const std::string& id) {
   TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("DELETE FROM jobs WHERE id=?"));
   st.Bind(1, id);
