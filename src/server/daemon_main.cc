@@ -65,7 +65,17 @@ struct Flags {
   Duration progress_stall_after = std::chrono::minutes(10);
   std::string ray_program;  // "" : the first `ray` on PATH
   std::optional<int64_t> history_keep = 10000;  // history.keep; nullopt: all
+  int max_streams = 0;  // followed streams at once; 0: from the thread and file limits
 };
+
+// A count of followed streams from 1.
+bool ParseMaxStreams(const std::string& v, int* out) {
+  char* end = nullptr;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < 1 || n > 1000000) return false;
+  *out = static_cast<int>(n);
+  return true;
+}
 
 // history.keep: a count of ended jobs, or "all".
 bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
@@ -85,7 +95,8 @@ bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
                        "[--log-level debug|info|warn|error]\n"
                        "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n"
                        "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n"
-                       "                [--progress-stall-after DURATION] [--ray PROGRAM] [--history-keep N|all]\n",
+                       "                [--progress-stall-after DURATION] [--ray PROGRAM] [--history-keep N|all]\n"
+                       "                [--max-streams N]\n",
                why.c_str());
   std::exit(2);
 }
@@ -102,6 +113,9 @@ Flags ParseFlags(int argc, char** argv) {
   if (const char* ray = std::getenv("TAU_RAY")) f.ray_program = ray;
   if (const char* keep = std::getenv("TAU_HISTORY_KEEP")) {
     if (!ParseHistoryKeep(keep, &f.history_keep)) Usage("TAU_HISTORY_KEEP is a count of ended jobs from 0, or all");
+  }
+  if (const char* streams = std::getenv("TAU_MAX_STREAMS")) {
+    if (!ParseMaxStreams(streams, &f.max_streams)) Usage("TAU_MAX_STREAMS is a count of streams from 1");
   }
   if (const char* scan = std::getenv("TAU_CHECKPOINT_SCAN_INTERVAL")) {
     auto d = ParseDuration(scan);
@@ -150,6 +164,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.xid_classes = value();
     } else if (a == "--history-keep") {
       if (!ParseHistoryKeep(value(), &f.history_keep)) Usage("--history-keep is a count of ended jobs from 0, or all");
+    } else if (a == "--max-streams") {
+      if (!ParseMaxStreams(value(), &f.max_streams)) Usage("--max-streams is a count of streams from 1");
     } else if (a == "--ray") {
       f.ray_program = value();
     } else if (a == "--allow-foreign-gpu-processes") {
@@ -430,6 +446,7 @@ int Main(int argc, char** argv) {
   api_options.token = *token;
   api_options.capacity = capacity;
   api_options.metrics = &registry;
+  api_options.max_streams = flags.max_streams;
   ApiServer api(home, &loop, &jobs, &publisher, api_options);
   auto port = api.Bind();
   if (!port.ok()) {
