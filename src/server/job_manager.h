@@ -24,6 +24,7 @@
 #include "sched/admission_engine.h"
 #include "sched/admission_policy.h"
 #include "server/attempt_runner.h"
+#include "server/evidence_capsule.h"
 #include "server/job_history.h"
 #include "server/state_view.h"
 #include "spec/job_spec.h"
@@ -117,6 +118,17 @@ struct JobManagerOptions {
   // Called on the thread that unpacked a job's snapshot, right after (a
   // test hook); unset: nothing.
   std::function<void()> on_snapshot_unpacked;
+  // Called on the thread that assembles an evidence capsule, before it
+  // reads anything (a test hook); unset: nothing.
+  std::function<void()> on_evidence_assembling;
+};
+
+// What a job's evidence capsule is made from, copied from the loop's
+// state so that it is assembled off the loop (JobManager::AssembleEvidence).
+struct EvidenceSource {
+  std::string sealed_blob;  // the sealed capsule's file; "" while it is live
+  std::string submit_blob;  // the submit part's file
+  CapsuleInputs inputs;     // the job's records; its submit part and events are read later
 };
 
 // Defines the taugrid_* and DCGM_* metric families (docs/observability.md).
@@ -230,10 +242,14 @@ class JobManager {
   Result<SubmitRequest> ReproduceRequest(const std::string& id_or_name, const std::vector<std::string>& overrides,
                                          const std::string& submit_command, const std::string& request_id = "");
 
-  // The job's evidence capsule (docs/evidence.md) as JSON text: the sealed
-  // one once the job has ended, else assembled now (log sizes without
-  // digests, "complete": false).
-  Result<std::string> EvidenceJson(const std::string& id_or_name);
+  // The job's evidence capsule (docs/evidence.md) as JSON text, in two
+  // steps (see EvidenceOffLoop): EvidenceSourceOf copies what it is made
+  // from on the loop; AssembleEvidence, safe on any thread, reads the
+  // files and the job's events (on a database connection of its own) and
+  // returns the sealed capsule once the job has ended, else one assembled
+  // now (log sizes without digests, "complete": false).
+  Result<EvidenceSource> EvidenceSourceOf(const std::string& id_or_name);
+  Result<std::string> AssembleEvidence(EvidenceSource source) const;
 
   // GPU health (job_manager_gpus.cc): a poll of GPU `index`, and an XID
   // event, as the GPU monitor reads them.

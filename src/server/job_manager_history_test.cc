@@ -68,7 +68,9 @@ TEST_F(JobHistoryTest, CommandsActOnEndedJobsTheLoopLetGo) {
   auto cancel = jobs->Cancel("a");
   ASSERT_FALSE(cancel.ok());
   EXPECT_THAT(cancel.status().message(), HasSubstr("has already ended"));
-  auto evidence = jobs->EvidenceJson(a);
+  auto source = jobs->EvidenceSourceOf(a);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  auto evidence = jobs->AssembleEvidence(std::move(*source));
   ASSERT_TRUE(evidence.ok()) << evidence.status().ToString();
   EXPECT_THAT(*evidence, HasSubstr(a));
   auto why = jobs->WhyJson("a");
