@@ -152,7 +152,7 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     auto request = ctx.loop->Call([&] { return ctx.jobs->ReproduceRequest(id, overrides, command, request_id); });
     if (!request.ok()) return SendError(res, request.error());
     auto job = SubmitOffLoop(*ctx.loop, *ctx.jobs, *request);
-    if (!job.ok()) return SendError(res, job.error());
+    if (!job.ok()) return SendSubmitError(res, job.error());
     SendJson(res, JobToJson(**job), 201);
   });
 

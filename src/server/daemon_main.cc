@@ -188,8 +188,36 @@ Status WriteFileAtomically(const fs::path& path, const std::string& data, mode_t
   bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()) && ::fsync(fd) == 0;
   int err = errno;
   ::close(fd);
-  if (!ok) return ErrnoError(err, fmt::format("write {}", tmp.string()));
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return ErrnoError(err, fmt::format("write {}", tmp.string()));
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError(errno, fmt::format("rename {}", path.string()));
+  return Status::Ok();
+}
+
+// Rewrites the existing file `path` with `data` in place: on a full disk
+// it still fits in the blocks the file already has (a few hundred bytes,
+// under one block), where a new file would need a new block. Readers may
+// see it half-written for an instant; a client reading server.json then
+// finds no "url" and reads it again.
+Status RewriteFileInPlace(const fs::path& path, const std::string& data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, fmt::format("write {}", path.string()));
+  bool ok = ::pwrite(fd, data.data(), data.size(), 0) == static_cast<ssize_t>(data.size()) &&
+            ::ftruncate(fd, static_cast<off_t>(data.size())) == 0 && ::fsync(fd) == 0;
+  int err = errno;
+  ::close(fd);
+  return ok ? Status::Ok() : ErrnoError(err, fmt::format("write {}", path.string()));
+}
+
+// server.json tells clients where this daemon listens: written atomically,
+// else (a full disk) rewritten in place.
+Status WriteServerJson(const fs::path& path, const std::string& data) {
+  Status st = WriteFileAtomically(path, data, 0600);
+  if (st.ok() || st.code() != StatusCode::kResourceExhausted) return st;
+  if (Status in_place = RewriteFileInPlace(path, data); !in_place.ok()) return st;
+  log::Warn("server", "the disk is full: server.json was rewritten in place", {{"error", st.ToString()}});
   return Status::Ok();
 }
 
@@ -456,18 +484,29 @@ int Main(int argc, char** argv) {
   std::thread http([&] { api.Serve(); });
   std::string url = fmt::format("http://127.0.0.1:{}", *port);
   nlohmann::json info = {{"pid", ::getpid()}, {"port", *port}, {"url", url}, {"version", kVersion}};
-  if (Status st = WriteFileAtomically(home.server_json(), info.dump() + "\n", 0600); !st.ok()) {
-    log::Error("server", "cannot write server.json", {{"error", st.ToString()}});
-    api.Stop();
-    http.join();
-    return 1;
+  if (Status st = WriteServerJson(home.server_json(), info.dump() + "\n"); !st.ok()) {
+    if (st.code() != StatusCode::kResourceExhausted) {
+      log::Error("server", "cannot write server.json", {{"error", st.ToString()}});
+      api.Stop();
+      http.join();
+      return 1;
+    }
+    // A full disk and no server.json to rewrite: serve all the same, for
+    // clients told the address (TAU_SERVER).
+    log::Error("server",
+               "DiskFull: cannot write server.json; tau finds this taugridd only with TAU_SERVER=" + url +
+                   " until it is restarted with free space",
+               {{"error", st.ToString()}});
   }
   log::Info("server", "listening", {{"url", url}, {"home", home.root().string()}, {"pid", std::to_string(::getpid())}});
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   log::Info("server", "stopping; running jobs keep running", {{"signal", strsignal(sig)}});
-  fs::remove(home.server_json(), ec);
+  // Emptied of its address rather than removed, so the next daemon can
+  // rewrite it in place even on a full disk (clients read no "url" as no
+  // daemon).
+  if (!RewriteFileInPlace(home.server_json(), "{\"stopped\": true}\n").ok()) fs::remove(home.server_json(), ec);
   api.Stop();
   http.join();
   if (monitor) monitor->Stop();

@@ -271,8 +271,19 @@ class JobManager {
   void CollectMetrics();
 
   // How long a change that could not be committed waits before it is
-  // tried again (WakeRetries), so a full disk costs no busy loop.
+  // tried again (WakeRetries, RetryStoreWrites), so a full disk costs no
+  // busy loop.
   static constexpr std::chrono::milliseconds kStoreRetryDelay{5000};
+
+  // Whether the store is in the DiskFull condition (OnStoreWrite).
+  bool DiskFull() const { return disk_full_; }
+
+  // While the store is in the DiskFull condition: commits again the
+  // changes Recover could not commit, then probes the disk with a small
+  // write, which ends the condition when it succeeds. Runs every
+  // kStoreRetryDelay from the timer JobManagerOptions::after arms; tests
+  // call it by hand.
+  void RetryStoreWrites();
 
   // How long a submit's request_id is remembered (a client sends a submit
   // again within seconds; a week covers any retry). Prune and history.keep
@@ -494,6 +505,17 @@ class JobManager {
   // Writes the failure of a store commit to the log; the job stays as it
   // was in memory and the daemon keeps running.
   void LogStoreFailure(const Job& job, const Status& st);
+  // A small write (the settings row store_probe_at) that tells whether the
+  // store commits: OnStoreWrite enters or leaves DiskFull by it.
+  void ProbeStore();
+  // Makes RetryStoreWrites run after kStoreRetryDelay, once.
+  void ArmStoreRetry();
+  bool store_retry_armed_ = false;
+  // Recover found these attempts started (id -> attempt number) but could
+  // not commit it; RetryStoreWrites commits them while they still run.
+  std::map<std::string, int64_t> unrecorded_starts_;
+  // Commits that attempt `n` of `job`, found after a restart, runs.
+  Status CommitFoundStart(Job& job, int64_t n);
   // Follows every write of the store: a full disk (ResourceExhausted)
   // enters the DiskFull condition, logged once and published; the next
   // write that succeeds leaves it.

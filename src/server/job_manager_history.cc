@@ -163,6 +163,9 @@ Result<std::vector<std::string>> JobManager::PruneEnded(std::optional<std::chron
 }
 
 void JobManager::ForgetOldSubmitRequests() {
+  // A delete needs disk space too; and one that finds nothing to delete
+  // would end the DiskFull condition without anything written.
+  if (disk_full_) return;
   const int64_t cutoff =
       NowMs() - std::chrono::duration_cast<std::chrono::milliseconds>(kSubmitRequestKeep).count();
   auto removed = store_->DeleteSubmitRequestsBefore(cutoff);
