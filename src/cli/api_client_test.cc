@@ -3,106 +3,18 @@
 
 #include "cli/api_client.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
+
+#include "support/dropping_server.h"
 
 namespace tau::cli {
 namespace {
 
-// Serves one request at a time; `answer(n)` decides, for the n-th request
-// (from 1), whether it is answered ("{}" and the connection kept) or the
-// connection is closed without a reply. Also closes a connection that
-// stays idle when `close_idle` is set, like a server's keep-alive timeout.
-class DroppingServer {
- public:
-  explicit DroppingServer(std::function<bool(int)> answer) : answer_(std::move(answer)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    ::listen(listen_fd_, 8);
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~DroppingServer() {
-    stop_ = true;
-    thread_.join();
-    ::close(listen_fd_);
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  int requests() const { return requests_; }
-  int closed() const { return closed_; }
-  // Closes the current connection after its next answer.
-  void CloseAfterAnswer() { close_after_answer_ = true; }
-
- private:
-  void Run() {
-    while (!stop_) {
-      pollfd p{listen_fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      Serve(fd);
-      ::close(fd);
-      ++closed_;
-    }
-  }
-  void Serve(int fd) {
-    std::string buffer;
-    while (!stop_) {
-      size_t end;
-      while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 50) <= 0) {
-          if (stop_) return;
-          continue;
-        }
-        char buf[4096];
-        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) return;
-        buffer.append(buf, static_cast<size_t>(n));
-      }
-      size_t length = 0;
-      if (size_t at = buffer.find("Content-Length: "); at != std::string::npos && at < end) {
-        length = std::stoul(buffer.substr(at + 16));
-      }
-      while (buffer.size() < end + 4 + length) {
-        char buf[4096];
-        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) return;
-        buffer.append(buf, static_cast<size_t>(n));
-      }
-      buffer.erase(0, end + 4 + length);
-      const int n = ++requests_;
-      if (!answer_(n)) return;  // dropped: the request arrived, no reply
-      std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
-      ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
-      if (close_after_answer_.exchange(false)) return;
-    }
-  }
-
-  std::function<bool(int)> answer_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<int> requests_{0};
-  std::atomic<int> closed_{0};
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> close_after_answer_{false};
-  std::thread thread_;
-};
+using ::tau::testing::DroppingServer;
 
 TEST(ApiClientTest, APostWhoseConnectionDropsIsNotSentAgain) {
   // The first request is answered; the POST reaches the server, which

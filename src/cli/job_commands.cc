@@ -408,14 +408,21 @@ int RunEvents(const std::string& job, bool follow) {
   std::string path = job.empty() ? "/api/v1/events?" : JobPath(job) + "/events?";
   if (follow) path += "follow=true";
   if (follow) ::signal(SIGINT, [](int) { ::_exit(130); });
-  LineSplitter splitter([](const std::string& line) {
+  auto print = [](const std::string& line) {
     json e = json::parse(line, nullptr, false);
     if (e.is_discarded()) return;
     std::printf("%s  %s  %-15s %-12s %s\n", e.value("at", "").c_str(), e.value("job_id", "").c_str(),
                 e.value("type", "").c_str(), e.value("reason", "").c_str(), e.value("message", "").c_str());
     std::fflush(stdout);
-  });
-  Status st = client->Stream(path, [&](std::string_view d) { return splitter.Feed(d); });
+  };
+  Status st;
+  if (follow) {
+    // Across a daemon restart it goes on after the last event shown.
+    st = FollowEvents(&*client, path, print);
+  } else {
+    LineSplitter splitter(print);
+    st = client->Stream(path, [&](std::string_view d) { return splitter.Feed(d); });
+  }
   return st.ok() ? kExitOk : Fail(st);
 }
 

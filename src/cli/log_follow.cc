@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cli/connect.h"
@@ -60,6 +62,26 @@ Duration ReconnectTimeout() {
   return std::chrono::minutes(10);
 }
 
+// After `lost` (the connection to taugridd is gone): says so, waits for a
+// taugridd (this one restarted, or another) to answer and points `client`
+// at it; Unavailable when none answers within ReconnectTimeout.
+Status Reconnect(ApiClient* client, const Status& lost) {
+  std::fprintf(stderr, "tau: lost the connection to taugridd (%s); reconnecting...\n", lost.message().c_str());
+  const auto deadline = std::chrono::steady_clock::now() + ReconnectTimeout();
+  while (true) {
+    auto endpoint = ConnectToServer(/*start_if_needed=*/false);
+    if (endpoint.ok()) {
+      *client = ApiClient(*endpoint);
+      std::fprintf(stderr, "tau: reconnected to taugridd at %s\n", endpoint->url.c_str());
+      return Status::Ok();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return UnavailableError(fmt::format("lost taugridd and it did not come back: {}", endpoint.error().message()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
 }  // namespace
 
 Status FollowLog(ApiClient* client, const std::string& path, const std::function<void(std::string_view)>& on_text) {
@@ -74,22 +96,34 @@ Status FollowLog(ApiClient* client, const std::string& path, const std::function
     });
     if (!framed) return InternalError("the server's log stream is not in the expected frames");
     if (st.ok() || st.code() != StatusCode::kUnavailable) return st;
-    // The connection is gone: wait for a taugridd (this one restarted, or
-    // another) and go on from the last position.
-    std::fprintf(stderr, "tau: lost the connection to taugridd (%s); reconnecting...\n", st.message().c_str());
-    const auto deadline = std::chrono::steady_clock::now() + ReconnectTimeout();
-    while (true) {
-      auto endpoint = ConnectToServer(/*start_if_needed=*/false);
-      if (endpoint.ok()) {
-        *client = ApiClient(*endpoint);
-        std::fprintf(stderr, "tau: reconnected to taugridd at %s\n", endpoint->url.c_str());
-        break;
+    // The connection is gone: go on from the last position.
+    TAU_RETURN_IF_ERROR(Reconnect(client, st));
+  }
+}
+
+Status FollowEvents(ApiClient* client, const std::string& path, const std::function<void(const std::string&)>& on_line) {
+  int64_t after = 0;  // the id of the last event handed over
+  while (true) {
+    std::string url = path;
+    if (after > 0) url += "&after=" + std::to_string(after);
+    // A line cut by a lost connection is dropped: it comes again whole.
+    std::string buffer;
+    Status st = client->Stream(url, [&](std::string_view data) {
+      buffer.append(data);
+      size_t end;
+      while ((end = buffer.find('\n')) != std::string::npos) {
+        std::string line = buffer.substr(0, end);
+        buffer.erase(0, end + 1);
+        nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+        if (event.is_object() && event.contains("id") && event["id"].is_number_integer()) {
+          after = std::max(after, event["id"].get<int64_t>());
+        }
+        on_line(line);
       }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return UnavailableError(fmt::format("lost taugridd and it did not come back: {}", endpoint.error().message()));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
+      return true;
+    });
+    if (st.ok() || st.code() != StatusCode::kUnavailable) return st;
+    TAU_RETURN_IF_ERROR(Reconnect(client, st));
   }
 }
 

@@ -38,4 +38,10 @@ class LogFrameReader {
 // answered last.
 Status FollowLog(ApiClient* client, const std::string& path, const std::function<void(std::string_view)>& on_text);
 
+// Follows an event stream (`path`: an events URL with follow=true and no
+// `after`) onto `on_line`, one whole JSON line per event. Across a lost
+// connection it reconnects as FollowLog does and goes on after the last
+// event it handed over (by its "id"): no event is lost or shown twice.
+Status FollowEvents(ApiClient* client, const std::string& path, const std::function<void(const std::string&)>& on_line);
+
 }  // namespace tau::cli

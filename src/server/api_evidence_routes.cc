@@ -18,6 +18,7 @@
 #include "evidence/tar_stream.h"
 #include "server/api_http.h"
 #include "server/evidence_capsule.h"
+#include "server/evidence_off_loop.h"
 
 #include <httplib.h>
 
@@ -122,7 +123,7 @@ void ForEachLine(int fd, const std::function<void(std::string_view)>& line) {
 void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
   server.Get(R"(/api/v1/jobs/([^/]+)/evidence)", [ctx](const httplib::Request& req, httplib::Response& res) {
     std::string id = req.matches[1];
-    auto text = ctx.loop->Call([&] { return ctx.jobs->EvidenceJson(id); });
+    auto text = EvidenceOffLoop(*ctx.loop, *ctx.jobs, id);
     if (!text.ok()) return SendError(res, text.error());
     res.status = 200;
     res.set_content(RedactCapsule(*text), "application/json");
@@ -151,14 +152,14 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     auto request = ctx.loop->Call([&] { return ctx.jobs->ReproduceRequest(id, overrides, command, request_id); });
     if (!request.ok()) return SendError(res, request.error());
     auto job = SubmitOffLoop(*ctx.loop, *ctx.jobs, *request);
-    if (!job.ok()) return SendError(res, job.error());
+    if (!job.ok()) return SendSubmitError(res, job.error());
     SendJson(res, JobToJson(**job), 201);
   });
 
   server.Get(R"(/api/v1/jobs/([^/]+)/evidence/export)", [ctx](const httplib::Request& req, httplib::Response& res) {
     auto job = FindJob(ctx, req.matches[1], res);
     if (!job) return;
-    auto capsule = ctx.loop->Call([&] { return ctx.jobs->EvidenceJson(job->job.id); });
+    auto capsule = EvidenceOffLoop(*ctx.loop, *ctx.jobs, job->job.id);
     if (!capsule.ok()) return SendError(res, capsule.error());
     // Streamed as it is packed: a few MiB of memory whatever the size of
     // the logs. A failure after the first byte can only cut the stream

@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 namespace tau::server {
@@ -34,6 +36,17 @@ void SendError(httplib::Response& res, const Status& st, const json& details, in
   json body = {{"code", StatusCodeName(st.code())}, {"message", st.message()}};
   if (details.is_object() && !details.empty()) body["details"] = details;
   res.set_content(DumpJson(body), "application/json");
+}
+
+bool IsDiskFull(const Status& st) {
+  if (st.code() != StatusCode::kResourceExhausted) return false;
+  const std::string& m = st.message();
+  return m.find(std::strerror(ENOSPC)) != std::string::npos || m.find(std::strerror(EDQUOT)) != std::string::npos ||
+         m.find("disk is full") != std::string::npos;
+}
+
+void SendSubmitError(httplib::Response& res, const Status& st) {
+  SendError(res, st, json::object(), IsDiskFull(st) ? 507 : 0);
 }
 
 void SendJson(httplib::Response& res, const json& body, int status) {

@@ -33,6 +33,12 @@ std::string DumpJson(const nlohmann::json& value);
 // `details` (an object) is left out when empty.
 void SendError(httplib::Response& res, const Status& st);
 void SendError(httplib::Response& res, const Status& st, const nlohmann::json& details, int http_status = 0);
+// Whether `st` is a full disk: ENOSPC or EDQUOT from a file write, SQLite's
+// SQLITE_FULL, or a submit refused in the DiskFull condition (all
+// ResourceExhausted). A submit refused so is answered 507.
+bool IsDiskFull(const Status& st);
+// SendError, with 507 Insufficient Storage when IsDiskFull(st).
+void SendSubmitError(httplib::Response& res, const Status& st);
 void SendJson(httplib::Response& res, const nlohmann::json& body, int status = 200);
 
 // What route handlers reach: the home, the loop (for changes) and the

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -504,13 +505,19 @@ class ApiServer::Impl {
       fs::create_directories(path.parent_path(), ec);
       fs::path tmp = path.string() + fmt::format(".tmp{}", ::gettid());
       {
+        errno = 0;
         std::ofstream out(tmp, std::ios::binary);
         out.write(req.body.data(), static_cast<std::streamsize>(req.body.size()));
         out.flush();
         if (!out) {
+          const int err = errno;
           fs::remove(tmp, ec);
-          SendError(res, ResourceExhaustedError(fmt::format("cannot store the snapshot in {}: disk full?",
-                                                            path.parent_path().string())));
+          // A full disk is answered 507 like a refused submit.
+          SendSubmitError(res, err == ENOSPC || err == EDQUOT
+                                   ? ErrnoError(err, fmt::format("cannot store the snapshot in {}",
+                                                                 path.parent_path().string()))
+                                   : ResourceExhaustedError(fmt::format("cannot store the snapshot in {}: disk full?",
+                                                                        path.parent_path().string())));
           return;
         }
       }
@@ -567,7 +574,7 @@ class ApiServer::Impl {
             image.is_string() ? image.get<std::string>() : DumpJson(image)));
       }
       auto result = SubmitOffLoop(*loop_, *jobs_, submit);
-      if (!result.ok()) return SendError(res, result.error());
+      if (!result.ok()) return SendSubmitError(res, result.error());
       json reply = JobToJson(**result);
       if (!warnings.empty()) reply["warnings"] = std::move(warnings);
       SendJson(res, reply, 201);

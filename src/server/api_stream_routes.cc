@@ -22,6 +22,18 @@ using nlohmann::json;
 
 namespace {
 
+// What a refused stream is told to wait before trying again.
+constexpr int kStreamRetryAfterSeconds = 5;
+
+// Answers a followed stream past the gate's cap: 429 with the API's JSON
+// error and Retry-After (streams end when their clients leave).
+void RefuseStream(httplib::Response& res, const StreamGate& gate) {
+  res.set_header("Retry-After", std::to_string(kStreamRetryAfterSeconds));
+  SendError(res, ResourceExhaustedError(fmt::format(
+                     "{} log and event streams are open, the most this taugridd serves at once; "
+                     "close some and retry", gate.max)));
+}
+
 // Reads up to `max` bytes from `offset` of a file under `root`, opened
 // beneath it without following links (a job may replace its log by a
 // link to a secret: that reads as empty).
@@ -176,11 +188,7 @@ void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& 
   }
   if (cur->follow) {
     cur->slot = gate->Acquire();
-    if (!cur->slot) {
-      return SendError(res, ResourceExhaustedError(fmt::format(
-                                "{} log and event streams are open, the most this taugridd serves at once; "
-                                "close some and retry", gate->max)));
-    }
+    if (!cur->slot) return RefuseStream(res, *gate);
   }
   // A followed stream is sent as application/octet-stream (UTF-8 text all
   // the same): httplib compresses text/* for browsers, and its compressor
@@ -303,11 +311,7 @@ void ServeEvents(const ApiContext& ctx, StreamGate* gate, const httplib::Request
   }
   if (cur->follow) {
     cur->slot = gate->Acquire();
-    if (!cur->slot) {
-      return SendError(res, ResourceExhaustedError(fmt::format(
-                                "{} log and event streams are open, the most this taugridd serves at once; "
-                                "close some and retry", gate->max)));
-    }
+    if (!cur->slot) return RefuseStream(res, *gate);
   }
   auto store = store::JobStore::Open(ctx.home.database().string());
   if (!store.ok()) return SendError(res, store.error());

@@ -65,7 +65,17 @@ struct Flags {
   Duration progress_stall_after = std::chrono::minutes(10);
   std::string ray_program;  // "" : the first `ray` on PATH
   std::optional<int64_t> history_keep = 10000;  // history.keep; nullopt: all
+  int max_streams = 0;  // followed streams at once; 0: from the thread and file limits
 };
+
+// A count of followed streams from 1.
+bool ParseMaxStreams(const std::string& v, int* out) {
+  char* end = nullptr;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < 1 || n > 1000000) return false;
+  *out = static_cast<int>(n);
+  return true;
+}
 
 // history.keep: a count of ended jobs, or "all".
 bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
@@ -85,7 +95,8 @@ bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
                        "[--log-level debug|info|warn|error]\n"
                        "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n"
                        "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n"
-                       "                [--progress-stall-after DURATION] [--ray PROGRAM] [--history-keep N|all]\n",
+                       "                [--progress-stall-after DURATION] [--ray PROGRAM] [--history-keep N|all]\n"
+                       "                [--max-streams N]\n",
                why.c_str());
   std::exit(2);
 }
@@ -102,6 +113,9 @@ Flags ParseFlags(int argc, char** argv) {
   if (const char* ray = std::getenv("TAU_RAY")) f.ray_program = ray;
   if (const char* keep = std::getenv("TAU_HISTORY_KEEP")) {
     if (!ParseHistoryKeep(keep, &f.history_keep)) Usage("TAU_HISTORY_KEEP is a count of ended jobs from 0, or all");
+  }
+  if (const char* streams = std::getenv("TAU_MAX_STREAMS")) {
+    if (!ParseMaxStreams(streams, &f.max_streams)) Usage("TAU_MAX_STREAMS is a count of streams from 1");
   }
   if (const char* scan = std::getenv("TAU_CHECKPOINT_SCAN_INTERVAL")) {
     auto d = ParseDuration(scan);
@@ -150,6 +164,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.xid_classes = value();
     } else if (a == "--history-keep") {
       if (!ParseHistoryKeep(value(), &f.history_keep)) Usage("--history-keep is a count of ended jobs from 0, or all");
+    } else if (a == "--max-streams") {
+      if (!ParseMaxStreams(value(), &f.max_streams)) Usage("--max-streams is a count of streams from 1");
     } else if (a == "--ray") {
       f.ray_program = value();
     } else if (a == "--allow-foreign-gpu-processes") {
@@ -172,8 +188,36 @@ Status WriteFileAtomically(const fs::path& path, const std::string& data, mode_t
   bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()) && ::fsync(fd) == 0;
   int err = errno;
   ::close(fd);
-  if (!ok) return ErrnoError(err, fmt::format("write {}", tmp.string()));
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return ErrnoError(err, fmt::format("write {}", tmp.string()));
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError(errno, fmt::format("rename {}", path.string()));
+  return Status::Ok();
+}
+
+// Rewrites the existing file `path` with `data` in place: on a full disk
+// it still fits in the blocks the file already has (a few hundred bytes,
+// under one block), where a new file would need a new block. Readers may
+// see it half-written for an instant; a client reading server.json then
+// finds no "url" and reads it again.
+Status RewriteFileInPlace(const fs::path& path, const std::string& data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, fmt::format("write {}", path.string()));
+  bool ok = ::pwrite(fd, data.data(), data.size(), 0) == static_cast<ssize_t>(data.size()) &&
+            ::ftruncate(fd, static_cast<off_t>(data.size())) == 0 && ::fsync(fd) == 0;
+  int err = errno;
+  ::close(fd);
+  return ok ? Status::Ok() : ErrnoError(err, fmt::format("write {}", path.string()));
+}
+
+// server.json tells clients where this daemon listens: written atomically,
+// else (a full disk) rewritten in place.
+Status WriteServerJson(const fs::path& path, const std::string& data) {
+  Status st = WriteFileAtomically(path, data, 0600);
+  if (st.ok() || st.code() != StatusCode::kResourceExhausted) return st;
+  if (Status in_place = RewriteFileInPlace(path, data); !in_place.ok()) return st;
+  log::Warn("server", "the disk is full: server.json was rewritten in place", {{"error", st.ToString()}});
   return Status::Ok();
 }
 
@@ -430,6 +474,7 @@ int Main(int argc, char** argv) {
   api_options.token = *token;
   api_options.capacity = capacity;
   api_options.metrics = &registry;
+  api_options.max_streams = flags.max_streams;
   ApiServer api(home, &loop, &jobs, &publisher, api_options);
   auto port = api.Bind();
   if (!port.ok()) {
@@ -439,18 +484,29 @@ int Main(int argc, char** argv) {
   std::thread http([&] { api.Serve(); });
   std::string url = fmt::format("http://127.0.0.1:{}", *port);
   nlohmann::json info = {{"pid", ::getpid()}, {"port", *port}, {"url", url}, {"version", kVersion}};
-  if (Status st = WriteFileAtomically(home.server_json(), info.dump() + "\n", 0600); !st.ok()) {
-    log::Error("server", "cannot write server.json", {{"error", st.ToString()}});
-    api.Stop();
-    http.join();
-    return 1;
+  if (Status st = WriteServerJson(home.server_json(), info.dump() + "\n"); !st.ok()) {
+    if (st.code() != StatusCode::kResourceExhausted) {
+      log::Error("server", "cannot write server.json", {{"error", st.ToString()}});
+      api.Stop();
+      http.join();
+      return 1;
+    }
+    // A full disk and no server.json to rewrite: serve all the same, for
+    // clients told the address (TAU_SERVER).
+    log::Error("server",
+               "DiskFull: cannot write server.json; tau finds this taugridd only with TAU_SERVER=" + url +
+                   " until it is restarted with free space",
+               {{"error", st.ToString()}});
   }
   log::Info("server", "listening", {{"url", url}, {"home", home.root().string()}, {"pid", std::to_string(::getpid())}});
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   log::Info("server", "stopping; running jobs keep running", {{"signal", strsignal(sig)}});
-  fs::remove(home.server_json(), ec);
+  // Emptied of its address rather than removed, so the next daemon can
+  // rewrite it in place even on a full disk (clients read no "url" as no
+  // daemon).
+  if (!RewriteFileInPlace(home.server_json(), "{\"stopped\": true}\n").ok()) fs::remove(home.server_json(), ec);
   api.Stop();
   http.join();
   if (monitor) monitor->Stop();

@@ -159,9 +159,10 @@ void JobManager::OnStoreWrite(const Status& st) {
       log::Error("store",
                  "DiskFull: the database cannot commit changes because its disk is full; submits and other changes "
                  "are refused until space is freed, running jobs keep running",
-                 {{"error", st.message()}});
+                 {{"error", st.message()}, {"database", home_.database().string()}});
       PublishSoon();
     }
+    ArmStoreRetry();
     return;
   }
   if (st.ok() && disk_full_) {
@@ -170,6 +171,38 @@ void JobManager::OnStoreWrite(const Status& st) {
     log::Info("store", "the database commits changes again (DiskFull is over)");
     PublishSoon();
   }
+}
+
+void JobManager::ProbeStore() {
+  // The write observer sees its outcome; the error itself is not the
+  // caller's concern.
+  (void)store_->SetSetting("store_probe_at", std::to_string(NowMs()));
+}
+
+void JobManager::ArmStoreRetry() {
+  if (store_retry_armed_ || !options_.after) return;
+  store_retry_armed_ = true;
+  options_.after(kStoreRetryDelay, [this] {
+    store_retry_armed_ = false;
+    RetryStoreWrites();
+  });
+}
+
+void JobManager::RetryStoreWrites() {
+  for (auto it = unrecorded_starts_.begin(); it != unrecorded_starts_.end();) {
+    auto job = jobs_by_id_.find(it->first);
+    // Gone, or moved on: a later commit of the job has recorded its state.
+    if (job == jobs_by_id_.end() || job->second->rec.attempt != it->second ||
+        job->second->rec.state != JobState::kRunning) {
+      it = unrecorded_starts_.erase(it);
+      continue;
+    }
+    if (!CommitFoundStart(*job->second, it->second).ok()) break;  // still full: all wait
+    it = unrecorded_starts_.erase(it);
+  }
+  if (disk_full_) ProbeStore();
+  if (disk_full_ || !unrecorded_starts_.empty()) ArmStoreRetry();
+  Publish();
 }
 
 void JobManager::PublishSoon() {
@@ -225,6 +258,14 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
 }
 
 Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRequest& req, const PreparedJob& prepared) {
+  // On a disk known to be full, a probe tells whether space came back
+  // before anything is checked or written.
+  if (disk_full_) ProbeStore();
+  if (disk_full_) {
+    return ResourceExhaustedError(fmt::format(
+        "the disk of the database {} is full ({}); submits are refused until space is freed",
+        home_.database().string(), store_message_));
+  }
   spec::JobSpec spec = prepared.spec;
   if (!req.request_id.empty()) {
     TAU_RETURN_IF_ERROR(CheckRequestId(req.request_id));

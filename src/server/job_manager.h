@@ -24,6 +24,7 @@
 #include "sched/admission_engine.h"
 #include "sched/admission_policy.h"
 #include "server/attempt_runner.h"
+#include "server/evidence_capsule.h"
 #include "server/job_history.h"
 #include "server/state_view.h"
 #include "spec/job_spec.h"
@@ -117,6 +118,17 @@ struct JobManagerOptions {
   // Called on the thread that unpacked a job's snapshot, right after (a
   // test hook); unset: nothing.
   std::function<void()> on_snapshot_unpacked;
+  // Called on the thread that assembles an evidence capsule, before it
+  // reads anything (a test hook); unset: nothing.
+  std::function<void()> on_evidence_assembling;
+};
+
+// What a job's evidence capsule is made from, copied from the loop's
+// state so that it is assembled off the loop (JobManager::AssembleEvidence).
+struct EvidenceSource {
+  std::string sealed_blob;  // the sealed capsule's file; "" while it is live
+  std::string submit_blob;  // the submit part's file
+  CapsuleInputs inputs;     // the job's records; its submit part and events are read later
 };
 
 // Defines the taugrid_* and DCGM_* metric families (docs/observability.md).
@@ -230,10 +242,14 @@ class JobManager {
   Result<SubmitRequest> ReproduceRequest(const std::string& id_or_name, const std::vector<std::string>& overrides,
                                          const std::string& submit_command, const std::string& request_id = "");
 
-  // The job's evidence capsule (docs/evidence.md) as JSON text: the sealed
-  // one once the job has ended, else assembled now (log sizes without
-  // digests, "complete": false).
-  Result<std::string> EvidenceJson(const std::string& id_or_name);
+  // The job's evidence capsule (docs/evidence.md) as JSON text, in two
+  // steps (see EvidenceOffLoop): EvidenceSourceOf copies what it is made
+  // from on the loop; AssembleEvidence, safe on any thread, reads the
+  // files and the job's events (on a database connection of its own) and
+  // returns the sealed capsule once the job has ended, else one assembled
+  // now (log sizes without digests, "complete": false).
+  Result<EvidenceSource> EvidenceSourceOf(const std::string& id_or_name);
+  Result<std::string> AssembleEvidence(EvidenceSource source) const;
 
   // GPU health (job_manager_gpus.cc): a poll of GPU `index`, and an XID
   // event, as the GPU monitor reads them.
@@ -255,8 +271,25 @@ class JobManager {
   void CollectMetrics();
 
   // How long a change that could not be committed waits before it is
-  // tried again (WakeRetries), so a full disk costs no busy loop.
+  // tried again (WakeRetries, RetryStoreWrites), so a full disk costs no
+  // busy loop.
   static constexpr std::chrono::milliseconds kStoreRetryDelay{5000};
+
+  // Whether the store is in the DiskFull condition (OnStoreWrite).
+  bool DiskFull() const { return disk_full_; }
+
+  // While the store is in the DiskFull condition: commits again the
+  // changes Recover could not commit, then probes the disk with a small
+  // write, which ends the condition when it succeeds. Runs every
+  // kStoreRetryDelay from the timer JobManagerOptions::after arms; tests
+  // call it by hand.
+  void RetryStoreWrites();
+
+  // How long a submit's request_id is remembered (a client sends a submit
+  // again within seconds; a week covers any retry). Prune and history.keep
+  // remove a job's ids with it; tau rm keeps them, so a submit sent again
+  // after it is told its job was removed.
+  static constexpr std::chrono::hours kSubmitRequestKeep{24 * 7};
 
   // Queues the Retrying jobs whose backoff has ended. Runs from the timer
   // JobManagerOptions::after arms; tests call it after moving the clock.
@@ -337,6 +370,8 @@ class JobManager {
   void RemoveFiles(const store::JobRecord& rec, bool now);
   Result<std::vector<std::string>> PruneEnded(std::optional<std::chrono::milliseconds> age,
                                               std::optional<int64_t> keep);
+  // Deletes the submit request ids older than kSubmitRequestKeep.
+  void ForgetOldSubmitRequests();
   // Deletes job folders without a job in the database (Recover).
   void RemoveOrphanFiles();
   // Submit's checks and commit; the caller removes the folder on an error.
@@ -482,6 +517,17 @@ class JobManager {
   // Writes the failure of a store commit to the log; the job stays as it
   // was in memory and the daemon keeps running.
   void LogStoreFailure(const Job& job, const Status& st);
+  // A small write (the settings row store_probe_at) that tells whether the
+  // store commits: OnStoreWrite enters or leaves DiskFull by it.
+  void ProbeStore();
+  // Makes RetryStoreWrites run after kStoreRetryDelay, once.
+  void ArmStoreRetry();
+  bool store_retry_armed_ = false;
+  // Recover found these attempts started (id -> attempt number) but could
+  // not commit it; RetryStoreWrites commits them while they still run.
+  std::map<std::string, int64_t> unrecorded_starts_;
+  // Commits that attempt `n` of `job`, found after a restart, runs.
+  Status CommitFoundStart(Job& job, int64_t n);
   // Follows every write of the store: a full disk (ResourceExhausted)
   // enters the DiskFull condition, logged once and published; the next
   // write that succeeds leaves it.

@@ -218,17 +218,29 @@ Result<std::shared_ptr<const JobView>> JobManager::Reproduce(const std::string& 
   return Submit(request);
 }
 
-Result<std::string> JobManager::EvidenceJson(const std::string& id_or_name) {
+Result<EvidenceSource> JobManager::EvidenceSourceOf(const std::string& id_or_name) {
   TAU_ASSIGN_OR_RETURN(Job * job, Find(id_or_name));
-  if (!job->rec.evidence.empty()) return ReadFile(home_.blob(job->rec.evidence));
+  EvidenceSource source;
+  if (!job->rec.evidence.empty()) {
+    source.sealed_blob = home_.blob(job->rec.evidence).string();
+    return source;
+  }
   if (job->rec.evidence_submit.empty()) {
     return NotFoundError(fmt::format("job {} was submitted before this taugridd kept evidence", job->rec.id));
   }
-  TAU_ASSIGN_OR_RETURN(std::string submit, ReadFile(home_.blob(job->rec.evidence_submit)));
-  TAU_ASSIGN_OR_RETURN(std::vector<store::EventRecord> events, store_->LoadEvents(job->rec.id, 0, 1'000'000));
-  CapsuleInputs in = Gather(home_, options_, job->rec, job->attempts, job->spec, std::move(events), std::move(submit));
-  in.digest_logs = false;
-  return AssembleCapsule(in, /*complete=*/false);
+  source.submit_blob = home_.blob(job->rec.evidence_submit).string();
+  source.inputs = Gather(home_, options_, job->rec, job->attempts, job->spec, {}, "");
+  source.inputs.digest_logs = false;
+  return source;
+}
+
+Result<std::string> JobManager::AssembleEvidence(EvidenceSource source) const {
+  if (options_.on_evidence_assembling) options_.on_evidence_assembling();
+  if (!source.sealed_blob.empty()) return ReadFile(source.sealed_blob);
+  TAU_ASSIGN_OR_RETURN(source.inputs.submit_json, ReadFile(source.submit_blob));
+  TAU_ASSIGN_OR_RETURN(std::unique_ptr<store::JobStore> store, store::JobStore::Open(home_.database().string()));
+  TAU_ASSIGN_OR_RETURN(source.inputs.events, store->LoadEvents(source.inputs.job.id, 0, 1'000'000));
+  return AssembleCapsule(source.inputs, /*complete=*/false);
 }
 
 }  // namespace tau::server

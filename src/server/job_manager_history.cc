@@ -47,6 +47,7 @@ void JobManager::EvictEnded() {
     if (Evictable(*job)) ids.push_back(job->rec.id);
   }
   for (const std::string& id : ids) Forget(id);
+  if (!ids.empty()) ForgetOldSubmitRequests();
   if (options_.history_keep && !ids.empty()) {
     auto removed = PruneEnded(std::nullopt, options_.history_keep);
     if (!removed.ok()) {
@@ -143,6 +144,7 @@ Result<std::vector<std::string>> JobManager::PruneEnded(std::optional<std::chron
         TAU_ASSIGN_OR_RETURN(std::optional<store::JobRecord> rec, store_->LoadJob(id));
         if (!rec) continue;
         TAU_RETURN_IF_ERROR(store_->DeleteJob(id));
+        TAU_RETURN_IF_ERROR(store_->DeleteSubmitRequestsOf(id));
         records.push_back(std::move(*rec));
       }
       TAU_RETURN_IF_ERROR(txn.Commit());
@@ -156,11 +158,26 @@ Result<std::vector<std::string>> JobManager::PruneEnded(std::optional<std::chron
     }
     if (static_cast<int>(ids.size()) < kPruneBatch) break;
   }
+  ForgetOldSubmitRequests();
   if (!removed.empty()) {
     Publish();
     ScheduleAdmission();  // queued jobs that depended on them fail now
   }
   return removed;
+}
+
+void JobManager::ForgetOldSubmitRequests() {
+  // A delete needs disk space too; and one that finds nothing to delete
+  // would end the DiskFull condition without anything written.
+  if (disk_full_) return;
+  const int64_t cutoff =
+      NowMs() - std::chrono::duration_cast<std::chrono::milliseconds>(kSubmitRequestKeep).count();
+  auto removed = store_->DeleteSubmitRequestsBefore(cutoff);
+  if (!removed.ok()) {
+    log::Warn("jobs", "cannot remove old submit request ids", {{"error", removed.status().ToString()}});
+  } else if (*removed > 0) {
+    log::Debug("jobs", "removed submit request ids past their retry window", {{"removed", std::to_string(*removed)}});
+  }
 }
 
 Result<std::vector<std::string>> JobManager::Prune(std::optional<std::chrono::milliseconds> age,

@@ -68,7 +68,9 @@ TEST_F(JobHistoryTest, CommandsActOnEndedJobsTheLoopLetGo) {
   auto cancel = jobs->Cancel("a");
   ASSERT_FALSE(cancel.ok());
   EXPECT_THAT(cancel.status().message(), HasSubstr("has already ended"));
-  auto evidence = jobs->EvidenceJson(a);
+  auto source = jobs->EvidenceSourceOf(a);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  auto evidence = jobs->AssembleEvidence(std::move(*source));
   ASSERT_TRUE(evidence.ok()) << evidence.status().ToString();
   EXPECT_THAT(*evidence, HasSubstr(a));
   auto why = jobs->WhyJson("a");
@@ -181,6 +183,43 @@ TEST_F(JobHistoryTest, ARestartHoldsOnlyUnfinishedJobsKeepsNumberingAndRemovesOr
   const int64_t before = View(running)->job.seq;
   std::string next = (*jobs->Submit(Request(kJob)))->job.id;
   EXPECT_GT(View(next)->job.seq, before);
+}
+
+TEST_F(JobHistoryTest, SubmitRequestIdsGoWithPrunedJobsAndAfterAWeek) {
+  tweak_ = [](JobManagerOptions& o) { o.history_keep.reset(); };
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  auto submit_with_id = [&](const std::string& request_id) {
+    SubmitRequest req = Request("name: s\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 100m}\n");
+    req.request_id = request_id;
+    auto job = jobs->Submit(req);
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    std::string id = (*job)->job.id;
+    exec::ExitStatus st;
+    st.exit_code = 0;
+    runner.statuses[StatusPath(id, 1)] = st;
+    jobs->OnShimExit(runner.TokenOf(runner.next_pid - 1));
+    return id;
+  };
+  std::string pruned = submit_with_id("r_pruned");
+  std::string removed = submit_with_id("r_removed");
+  clock_.Advance(std::chrono::hours(1));
+  jobs->EvictEnded();
+  ASSERT_TRUE(jobs->Remove(removed).ok());
+  EXPECT_TRUE(store_->FindSubmitRequest("r_removed")->has_value()) << "tau rm keeps the id for a week";
+
+  auto gone = jobs->Prune(std::nullopt, 0);
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_EQ(*gone, (std::vector<std::string>{pruned}));
+  EXPECT_FALSE(store_->FindSubmitRequest("r_pruned")->has_value()) << "prune removes the job's ids with it";
+  EXPECT_TRUE(store_->FindSubmitRequest("r_removed")->has_value());
+
+  // A week later, the next job that ends takes the old id with it.
+  clock_.Advance(JobManager::kSubmitRequestKeep);
+  std::string fresh = submit_with_id("r_fresh");
+  jobs->EvictEnded();
+  EXPECT_FALSE(store_->FindSubmitRequest("r_removed")->has_value()) << "an id older than a week is removed";
+  EXPECT_TRUE(store_->FindSubmitRequest("r_fresh")->has_value());
 }
 
 }  // namespace

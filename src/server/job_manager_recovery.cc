@@ -18,6 +18,9 @@ using store::AttemptState;
 using store::JobState;
 
 Status JobManager::Recover() {
+  // A full disk is found now, not at the first submit: the daemon then
+  // starts in the DiskFull condition and serves what it can read.
+  ProbeStore();
   TAU_RETURN_IF_ERROR(LoadKueue());
   RestoreAdmissionFairSharing();  // before any attempt's end samples usage
   LoadGpuState();
@@ -117,11 +120,25 @@ Status JobManager::Recover() {
       Release(job);
       job.rec.state = JobState::kQueued;
       job.rec.attempt = n - 1;
-      TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
-      TAU_RETURN_IF_ERROR(SaveJob(job));
-      TAU_RETURN_IF_ERROR(AppendEvent(job, "Requeued", "DaemonRestart",
-                                      fmt::format("attempt {} had not started when the daemon stopped", n)));
-      TAU_RETURN_IF_ERROR(txn.Commit());
+      auto txn = store_->Begin();
+      Status st = txn.status();
+      if (st.ok()) st = SaveJob(job);
+      if (st.ok()) {
+        st = AppendEvent(job, "Requeued", "DaemonRestart",
+                         fmt::format("attempt {} had not started when the daemon stopped", n));
+      }
+      if (st.ok()) st = txn->Commit();
+      if (!st.ok()) {
+        // Not queued before it is committed: it waits as a retry does and
+        // WakeRetries commits the requeue once the store takes writes.
+        LogStoreFailure(job, st);
+        job.rec.state = JobState::kRetrying;
+        job.rec.reason = "DaemonRestart";
+        job.rec.message = fmt::format("attempt {} had not started when the daemon stopped; requeued once the "
+                                      "database can record it",
+                                      n);
+        job.rec.retry_at = NowMs() + kStoreRetryDelay.count();
+      }
       continue;
     }
     if (current.state == AttemptState::kStarting) {
@@ -134,11 +151,20 @@ Status JobManager::Recover() {
       }
       job.rec.state = JobState::kRunning;
       job.rec.started_at = job.rec.started_at.value_or(*current.started_at);
-      TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
-      TAU_RETURN_IF_ERROR(SaveAttempt(job, current));
-      TAU_RETURN_IF_ERROR(SaveJob(job));
-      TAU_RETURN_IF_ERROR(AppendEvent(job, "Started", "", fmt::format("attempt {}, found after a restart", n)));
-      TAU_RETURN_IF_ERROR(txn.Commit());
+      bool found = false;
+      for (auto& a : job.attempts) {
+        if (a.number == n) {
+          a = current;
+          found = true;
+        }
+      }
+      if (!found) job.attempts.push_back(current);
+      if (Status st = CommitFoundStart(job, n); !st.ok()) {
+        // The attempt runs whether or not it is recorded; RetryStoreWrites
+        // records it once the store takes writes (or its end does).
+        LogStoreFailure(job, st);
+        unrecorded_starts_[job.rec.id] = n;
+      }
     }
     if (!alive_pids.empty()) {
       log::Info("jobs", "re-adopted a running attempt",
@@ -172,6 +198,7 @@ Status JobManager::Recover() {
   RunAdmission();
   Publish();
   RemoveOrphanFiles();
+  ForgetOldSubmitRequests();
   if (options_.history_keep) {
     // history.keep may have been lowered since the last run.
     if (auto removed = PruneEnded(std::nullopt, options_.history_keep); !removed.ok()) {
@@ -179,6 +206,18 @@ Status JobManager::Recover() {
     }
   }
   return Status::Ok();
+}
+
+Status JobManager::CommitFoundStart(Job& job, int64_t n) {
+  store::AttemptRecord current;
+  for (const auto& a : job.attempts) {
+    if (a.number == n) current = a;
+  }
+  TAU_ASSIGN_OR_RETURN(store::Transaction txn, store_->Begin());
+  TAU_RETURN_IF_ERROR(SaveAttempt(job, current));
+  TAU_RETURN_IF_ERROR(SaveJob(job));
+  TAU_RETURN_IF_ERROR(AppendEvent(job, "Started", "", fmt::format("attempt {}, found after a restart", n)));
+  return txn.Commit();
 }
 
 }  // namespace tau::server

@@ -4,6 +4,7 @@
 #include "server/job_manager.h"
 #include "server/control_loop.h"
 #include "server/job_manager_test_fixture.h"
+#include "server/evidence_off_loop.h"
 #include "server/submit_off_loop.h"
 
 #include <gmock/gmock.h>
@@ -12,7 +13,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "evidence/snapshot.h"
 #include "spec/json_codec.h"
@@ -519,6 +522,48 @@ TEST_F(JobManagerTest, TheApiUnpacksASnapshotOffTheControlLoop) {
   size_t folders = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(home().root() / "jobs")) ++folders;
   EXPECT_EQ(folders, 1u);
+  loop.Stop();
+}
+
+TEST_F(JobManagerTest, TheApiAssemblesALiveCapsuleOffTheControlLoop) {
+  FakeRunner runner;
+  std::promise<void> entered;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  bool assembled_on_loop = false;
+  tweak_ = [&](JobManagerOptions& o) {
+    o.on_evidence_assembling = [&] {
+      assembled_on_loop = ControlLoop::OnLoopThread();
+      entered.set_value();
+      released.wait();
+    };
+  };
+  auto jobs = Manager(&runner);
+  ControlLoop loop;
+  auto submitted = loop.Call([&] { return jobs->Submit(Request(kJob)); });
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  const std::string id = (*submitted)->job.id;
+  ASSERT_EQ(View(id)->job.state, JobState::kRunning);
+
+  auto capsule = std::async(std::launch::async, [&] { return EvidenceOffLoop(loop, *jobs, id); });
+  // Hang guards, not timings: each wait ends at once when all is well.
+  ASSERT_EQ(entered.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  // While the capsule's files are being read, the loop still serves.
+  auto other = std::async(std::launch::async, [&] { return loop.Call([&] { return jobs->QueuesJson(); }); });
+  const bool served = other.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  release.set_value();
+  EXPECT_TRUE(served) << "a request on the loop waited for the evidence capsule";
+  EXPECT_FALSE(assembled_on_loop);
+
+  Result<std::string> text = capsule.get();
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
+  ASSERT_TRUE(json.is_object()) << *text;
+  EXPECT_EQ(json["complete"], false);
+  EXPECT_EQ(json["job"]["id"], id);
+  ASSERT_TRUE(json["events"].is_array()) << *text;
+  EXPECT_FALSE(json["events"].empty()) << "the events are read off the loop too";
+  other.get();
   loop.Stop();
 }
 

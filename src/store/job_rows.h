@@ -3,6 +3,7 @@
 // Row mapping of the jobs and attempts tables, shared by the files that
 // implement JobStore. Internal to src/store.
 
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -26,8 +27,28 @@ inline constexpr char kAttemptColumns[] =
 inline constexpr char kTerminalStatesSql[] = "('Succeeded','Failed','Cancelled')";
 
 void BindJob(Statement& st, const JobRecord& j);
-// Every row the statement (selecting kJobColumns / kAttemptColumns) yields.
-Result<std::vector<JobRecord>> ReadJobRows(Statement& st);
-Result<std::vector<AttemptRecord>> ReadAttemptRows(Statement& st);
+
+// Every row the statement yields, each mapped by `read_row`, a callable
+// taking the Statement (positioned on the row) and returning a Result<T>.
+template <typename T, typename ReadRow>
+Result<std::vector<T>> ReadRows(Statement& st, ReadRow read_row) {
+  std::vector<T> out;
+  while (true) {
+    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    TAU_ASSIGN_OR_RETURN(T value, read_row(st));
+    out.push_back(std::move(value));
+  }
+  return out;
+}
+
+// One row of a statement selecting kJobColumns / kAttemptColumns.
+Result<JobRecord> ReadJobRow(Statement& st);
+Result<AttemptRecord> ReadAttemptRow(Statement& st);
+// Every row of such a statement.
+inline Result<std::vector<JobRecord>> ReadJobRows(Statement& st) { return ReadRows<JobRecord>(st, ReadJobRow); }
+inline Result<std::vector<AttemptRecord>> ReadAttemptRows(Statement& st) {
+  return ReadRows<AttemptRecord>(st, ReadAttemptRow);
+}
 
 }  // namespace tau::store

@@ -76,14 +76,24 @@ Result<std::optional<SubmitRequestRecord>> JobStore::FindSubmitRequest(const std
   TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT request_id, job_id, spec_sha256, created_at FROM "
                                                   "submit_requests WHERE request_id=?"));
   st.Bind(1, request_id);
-  TAU_ASSIGN_OR_RETURN(bool row, st.Step());
-  if (!row) return std::optional<SubmitRequestRecord>();
-  SubmitRequestRecord r;
-  r.request_id = st.Text(0);
-  r.job_id = st.Text(1);
-  r.spec_sha256 = st.Text(2);
-  r.created_at = st.Int(3);
-  return std::optional<SubmitRequestRecord>(std::move(r));
+  TAU_ASSIGN_OR_RETURN(auto rows, ReadRows<SubmitRequestRecord>(st, [](Statement& row) -> Result<SubmitRequestRecord> {
+                         return SubmitRequestRecord{row.Text(0), row.Text(1), row.Text(2), row.Int(3)};
+                       }));
+  if (rows.empty()) return std::optional<SubmitRequestRecord>();
+  return std::optional<SubmitRequestRecord>(std::move(rows.front()));
+}
+
+Status JobStore::DeleteSubmitRequestsOf(const std::string& job_id) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("DELETE FROM submit_requests WHERE job_id=?"));
+  st.Bind(1, job_id);
+  return st.Run();
+}
+
+Result<int64_t> JobStore::DeleteSubmitRequestsBefore(int64_t created_before_ms) {
+  TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("DELETE FROM submit_requests WHERE created_at < ?"));
+  st.Bind(1, created_before_ms);
+  TAU_RETURN_IF_ERROR(st.Run());
+  return int64_t{db_->Changes()};
 }
 
 Status JobStore::DeleteJob(const std::string& id) {
@@ -135,13 +145,9 @@ Result<std::vector<AttemptRecord>> JobStore::LoadAttempts() {
 Result<std::vector<KueueObjectRecord>> JobStore::LoadKueueObjects() {
   TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT kind, namespace, name, json FROM kueue_objects "
                                                   "ORDER BY rowid"));
-  std::vector<KueueObjectRecord> out;
-  while (true) {
-    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.push_back({st.Text(0), st.Text(1), st.Text(2), st.Text(3)});
-  }
-  return out;
+  return ReadRows<KueueObjectRecord>(st, [](Statement& row) -> Result<KueueObjectRecord> {
+    return KueueObjectRecord{row.Text(0), row.Text(1), row.Text(2), row.Text(3)};
+  });
 }
 
 Status JobStore::ReplaceKueueObjects(const std::vector<KueueObjectRecord>& objects) {
@@ -178,13 +184,9 @@ Result<std::vector<EventRecord>> JobStore::LoadEvents(const std::string& job_id,
   TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare(sql));
   st.Bind(1, after_id).Bind(3, int64_t{limit});
   if (!job_id.empty()) st.Bind(2, job_id);
-  std::vector<EventRecord> out;
-  while (true) {
-    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.push_back({st.Int(0), st.Text(1), st.Int(2), st.Text(3), st.Text(4), st.Text(5)});
-  }
-  return out;
+  return ReadRows<EventRecord>(st, [](Statement& row) -> Result<EventRecord> {
+    return EventRecord{row.Int(0), row.Text(1), row.Int(2), row.Text(3), row.Text(4), row.Text(5)};
+  });
 }
 
 Status JobStore::UpsertGpu(const GpuRecord& g) {
@@ -199,13 +201,9 @@ Status JobStore::UpsertGpu(const GpuRecord& g) {
 
 Result<std::vector<GpuRecord>> JobStore::LoadGpus() {
   TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT uuid, state, reason, message, since, drained FROM gpus"));
-  std::vector<GpuRecord> out;
-  while (true) {
-    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.push_back({st.Text(0), st.Text(1), st.Text(2), st.Text(3), st.Int(4), st.Int(5) != 0});
-  }
-  return out;
+  return ReadRows<GpuRecord>(st, [](Statement& row) -> Result<GpuRecord> {
+    return GpuRecord{row.Text(0), row.Text(1), row.Text(2), row.Text(3), row.Int(4), row.Int(5) != 0};
+  });
 }
 
 Result<int64_t> JobStore::AppendGpuEvent(const GpuEventRecord& e) {
@@ -223,12 +221,11 @@ Result<std::vector<GpuEventRecord>> JobStore::LoadGpuEvents(const std::string& u
   TAU_ASSIGN_OR_RETURN(Statement st, db_->Prepare(sql));
   st.Bind(1, int64_t{limit});
   if (!uuid.empty()) st.Bind(2, uuid);
-  std::vector<GpuEventRecord> out;
-  while (true) {
-    TAU_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.push_back({st.Int(0), st.Int(1), st.Text(2), st.Text(3), st.Text(4), st.Text(5)});
-  }
+  TAU_ASSIGN_OR_RETURN(std::vector<GpuEventRecord> out,
+                       ReadRows<GpuEventRecord>(st, [](Statement& row) -> Result<GpuEventRecord> {
+                         return GpuEventRecord{row.Int(0), row.Int(1), row.Text(2), row.Text(3), row.Text(4),
+                                               row.Text(5)};
+                       }));
   std::reverse(out.begin(), out.end());
   return out;
 }

@@ -49,10 +49,15 @@ class JobStore {
   // Appends an event and returns its id.
   Result<int64_t> AppendEvent(const EventRecord& event);
 
-  // Submit request ids (kept after their job is removed, so an old id is
-  // never taken for a new submit). Find: nullopt when the id is unknown.
+  // Submit request ids. DeleteJob keeps them (a submit sent again after
+  // `tau rm` is told its job was removed); prune removes them with their
+  // job, and every id goes once it is older than the retry window.
+  // Find: nullopt when the id is unknown.
   Status InsertSubmitRequest(const SubmitRequestRecord& request);
   Result<std::optional<SubmitRequestRecord>> FindSubmitRequest(const std::string& request_id);
+  Status DeleteSubmitRequestsOf(const std::string& job_id);
+  // Deletes the ids created before `created_before_ms`; returns how many.
+  Result<int64_t> DeleteSubmitRequestsBefore(int64_t created_before_ms);
 
   Result<std::vector<JobRecord>> LoadJobs();
   Result<std::vector<AttemptRecord>> LoadAttempts();

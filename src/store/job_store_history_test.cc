@@ -156,5 +156,33 @@ TEST_F(JobStoreHistoryTest, CountsEndedJobsByStateAndQueue) {
   EXPECT_EQ(total, 3);
 }
 
+TEST_F(JobStoreHistoryTest, SubmitRequestIdsGoWithTheirJobOrWhenOld) {
+  ASSERT_TRUE(store_->InsertSubmitRequest({"r_old", "j_1", "abc", 1000}).ok());
+  ASSERT_TRUE(store_->InsertSubmitRequest({"r_new", "j_1", "abc", 5000}).ok());
+  ASSERT_TRUE(store_->InsertSubmitRequest({"r_other", "j_2", "abc", 5000}).ok());
+
+  auto removed = store_->DeleteSubmitRequestsBefore(5000);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, 1);
+  EXPECT_FALSE(store_->FindSubmitRequest("r_old")->has_value());
+  ASSERT_TRUE(store_->FindSubmitRequest("r_new")->has_value());
+  EXPECT_EQ((*store_->FindSubmitRequest("r_new"))->job_id, "j_1");
+
+  ASSERT_TRUE(store_->DeleteSubmitRequestsOf("j_1").ok());
+  EXPECT_FALSE(store_->FindSubmitRequest("r_new")->has_value());
+  EXPECT_TRUE(store_->FindSubmitRequest("r_other")->has_value()) << "another job's id stays";
+}
+
+TEST_F(JobStoreHistoryTest, SubmitRequestIdsAreRemovedThroughAnIndex) {
+  for (const char* sql : {"EXPLAIN QUERY PLAN DELETE FROM submit_requests WHERE job_id = 'j_1'",
+                          "EXPLAIN QUERY PLAN DELETE FROM submit_requests WHERE created_at < 5"}) {
+    auto st = store_->db()->Prepare(sql);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    std::string plan;
+    while (*st->Step()) plan += st->Text(3) + "\n";
+    EXPECT_NE(plan.find("USING INDEX"), std::string::npos) << sql << ":\n" << plan;
+  }
+}
+
 }  // namespace
 }  // namespace tau::store

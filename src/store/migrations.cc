@@ -152,6 +152,12 @@ CREATE INDEX jobs_by_workspace ON jobs(workspace, seq);
 CREATE INDEX jobs_ended ON jobs(finished_at, seq) WHERE state IN ('Succeeded','Failed','Cancelled');
 CREATE INDEX jobs_by_state_queue ON jobs(state, workspace, queue);
 )sql",
+    // 13: submit request ids are removed with their job (prune,
+    // history.keep) and once they are older than a week.
+    R"sql(
+CREATE INDEX submit_requests_by_job ON submit_requests(job_id);
+CREATE INDEX submit_requests_by_age ON submit_requests(created_at);
+)sql",
 };
 
 }  // namespace

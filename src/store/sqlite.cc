@@ -34,6 +34,11 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, const 
     return st;
   }
   sqlite3_busy_timeout(db, 5000);
+  // The -wal and -shm files stay when the last connection closes (as they
+  // do after a crash): a database reopened on a full disk still has its
+  // shared-memory index, which could not be created then, and can be read.
+  int persist_wal = 1;
+  sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist_wal);
   std::unique_ptr<Database> out(new Database(db));
   TAU_RETURN_IF_ERROR(out->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
                                 "PRAGMA foreign_keys=ON;"));

@@ -272,6 +272,69 @@ TEST_F(ApiTest, FollowersResumeAcrossADaemonKilledAndRestarted) {
   EXPECT_TRUE(WIFEXITED(logs_status) && WEXITSTATUS(logs_status) == 0) << ReadFile(logs_err);
 }
 
+TEST_F(ApiTest, EventFollowersResumeAcrossADaemonKilledAndRestarted) {
+  std::string id = Submit(HalfwayJob("evented", 4, "go", 0));
+  ASSERT_TRUE(WaitForState(id, "Running"));
+  const std::string out = (work_ / "events.out").string(), err = (work_ / "events.err").string();
+  pid_t events = SpawnTau({"events", "-f", id}, Env(), work_.string(), out, err);
+  ASSERT_GT(events, 0);
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(out).find("Started") != std::string::npos; })) << ReadFile(err);
+
+  // kill -9 under the follower; the job ends while no daemon runs, and the
+  // next daemon records its end (new events) after adopting it.
+  ASSERT_EQ(::kill(static_cast<pid_t>(DaemonPid()), SIGKILL), 0);
+  ASSERT_TRUE(WaitForDaemonGone());
+  WriteFile("go", "");
+  CommandResult started = Tau({"server", "start"});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+
+  int status = 0;
+  ASSERT_EQ(::waitpid(events, &status, 0), events);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(err);
+  EXPECT_THAT(ReadFile(err), HasSubstr("reconnect"));
+  // Every event once, in order: what a plain read of the timeline prints.
+  CommandResult all = Tau({"events", id});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_THAT(all.out, HasSubstr("Succeeded"));
+  EXPECT_EQ(ReadFile(out), all.out) << ReadFile(err);
+}
+
+class StreamCapTest : public ApiTest {
+ protected:
+  void BeforeStart() override { extra_env_["TAU_MAX_STREAMS"] = "2"; }
+};
+
+TEST_F(StreamCapTest, AStreamPastTheCapIsRefusedWithAJsonErrorAndRetryAfter) {
+  std::string id = Submit(HalfwayJob("capped", 4, "go", 0));
+  ASSERT_TRUE(WaitForState(id, "Running"));
+  const std::string follow = "GET /api/v1/jobs/" + id + "/logs?follow=true HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                             ApiToken() + "\r\n\r\n";
+  std::vector<std::unique_ptr<RawHttp>> followers;
+  for (int i = 0; i < 2; ++i) {
+    auto f = std::make_unique<RawHttp>(ApiUrl());
+    ASSERT_TRUE(f->connected());
+    ASSERT_TRUE(f->Send(follow));
+    ASSERT_THAT(f->ReadResponse(30000, /*head_only=*/true), HasSubstr("HTTP/1.1 200"));
+    followers.push_back(std::move(f));
+  }
+  Reply refused = Call("GET", "/api/v1/jobs/" + id + "/logs?follow=true");
+  EXPECT_JSON_ERROR(refused, 429, "ResourceExhausted");
+  EXPECT_THAT(refused.head, HasSubstr("Retry-After: 5"));
+  EXPECT_THAT(refused.body.value("message", ""), HasSubstr("2 log and event streams are open"));
+  EXPECT_JSON_ERROR(Call("GET", "/api/v1/events?follow=true"), 429, "ResourceExhausted");
+  // Reads that do not follow are not streams, and the rest still answers.
+  EXPECT_EQ(Call("GET", "/api/v1/jobs/" + id + "/logs").status, 200);
+  EXPECT_EQ(Call("GET", "/healthz").status, 200);
+
+  // Once the job ends its streams end, and their places are free again.
+  WriteFile("go", "");
+  ASSERT_TRUE(WaitForState(id, "Succeeded"));
+  ASSERT_TRUE(WaitUntil([&] {
+    RawHttp again(ApiUrl());
+    return again.Send(follow) && again.ReadResponse(30000, /*head_only=*/true).find("HTTP/1.1 200") != std::string::npos;
+  }));
+}
+
 TEST_F(ApiTest, UnknownRoutesAndWrongMethodsAreJsonErrors) {
   EXPECT_JSON_ERROR(Call("GET", "/api/v1/no-such-thing"), 404, "NotFound");
   EXPECT_JSON_ERROR(Call("GET", "/nowhere"), 404, "NotFound");

@@ -3,6 +3,7 @@
 // saying why, otherwise).
 
 #include <gmock/gmock.h>
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -43,6 +44,18 @@ class DiskFullTest : public DaemonTest {
     for (size_t written = 0; written + leave + block.size() < space.available; written += block.size()) {
       out.write(block.data(), static_cast<std::streamsize>(block.size()));
     }
+  }
+  // Fills the tmpfs to the last byte.
+  void FillCompletely() {
+    Fill(0);
+    int fd = ::open((home_ / "filler").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    std::string block(4096, 'f');
+    for (size_t n : {size_t{4096}, size_t{1}}) {
+      while (::write(fd, block.data(), n) == static_cast<ssize_t>(n)) {
+      }
+    }
+    ::close(fd);
   }
   bool mounted_ = false;
 };
@@ -97,6 +110,42 @@ TEST_F(DiskFullTest, AJobThatFillsTheDiskRunsOnceAndItsEndIsRecorded) {
   std::stringstream text;
   text << runs.rdbuf();
   EXPECT_EQ(text.str(), "ran\n");
+}
+
+TEST_F(DiskFullTest, ADaemonStartsOnAFullDiskAnswersReadsAndRefusesSubmitsUntilSpaceReturns) {
+  std::string before = Submit(WriteSpec("small.yaml", "schema_version: 1\nname: before\nrun:\n  entrypoint: 'true'\n"));
+  ASSERT_TRUE(WaitForState(before, "Succeeded"));
+  ASSERT_EQ(Tau({"server", "stop"}).exit_code, 0);
+  ASSERT_TRUE(WaitForDaemonGone());
+
+  FillCompletely();
+  CommandResult started = Tau({"server", "start"});
+  ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
+  CommandResult list = Tau({"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr(before));
+  CommandResult status = Tau({"status", before});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("Succeeded"));
+  CommandResult server = Tau({"server", "status"});
+  EXPECT_EQ(server.exit_code, 0) << server.err;
+  EXPECT_THAT(server.out, HasSubstr("DiskFull"));
+  std::ifstream log(home_ / "server.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("DiskFull"));
+
+  std::string spec = WriteSpec("after.yaml", "schema_version: 1\nname: after\nrun:\n  entrypoint: 'echo done'\n");
+  CommandResult refused = Tau({"run", spec});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, ::testing::AnyOf(HasSubstr("is full"), HasSubstr("No space left on device")));
+
+  // Once space returns, the daemon notices by itself and takes submits.
+  fs::remove(home_ / "filler");
+  ASSERT_TRUE(WaitUntil([&] { return Tau({"server", "status"}).out.find("DiskFull") == std::string::npos; }));
+  CommandResult again = Tau({"run", "-f", spec});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("done"));
 }
 
 }  // namespace
