@@ -75,13 +75,18 @@ def main(argv):
     os.makedirs(os.path.join(out, "crds"), exist_ok=True)
     os.makedirs(os.path.join(out, "webhooks"), exist_ok=True)
 
-    # CRDs whose conversion webhook Kueue's kustomization enables.
+    # CRDs whose conversion webhook Kueue's kustomization enables: the
+    # webhook_in_*.yaml patches it lists (others are there commented out).
+    patches = os.path.join(manifests, "kueue/crd-patches")
+    kustomization = os.path.join(patches, "kustomization.yaml")
     converted = set()
-    for patch in sorted(glob.glob(os.path.join(manifests, "kueue/crd-patches/webhook_in_*.yaml"))):
-        for doc in load_all(patch):
-            converted.add(doc["metadata"]["name"])
+    for entry in (load_all(kustomization) or [{}])[0].get("patches") or []:
+        path = entry.get("path", "") if isinstance(entry, dict) else ""
+        if os.path.basename(path).startswith("webhook_in_"):
+            for doc in load_all(os.path.join(patches, path)):
+                converted.add(doc["metadata"]["name"])
     if not converted:
-        fail("%s: no webhook_in_*.yaml conversion patches" % os.path.join(manifests, "kueue/crd-patches"))
+        fail("%s: lists no webhook_in_*.yaml conversion patch" % kustomization)
 
     crd_files = sorted(glob.glob(os.path.join(manifests, "kueue/crd/*.yaml")))
     crd_files += sorted(glob.glob(os.path.join(manifests, "kuberay/crd/*.yaml")))
