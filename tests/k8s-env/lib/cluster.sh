@@ -268,6 +268,35 @@ k8s_env_status() {
   return "$rc"
 }
 
+# stop_wait "PID BINARY"...: waits up to 15 s for the signalled processes to
+# exit, then sends SIGKILL to those left (command lines checked again).
+stop_wait() {
+  local deadline=$(( $(date +%s) + 15 )) line pid bin left
+  while [ $# -gt 0 ]; do
+    left=()
+    for line in "$@"; do
+      read -r pid bin <<<"$line"
+      if is_ours "$pid" "$bin"; then
+        left+=("$line")
+      fi
+    done
+    set -- "${left[@]}"
+    [ $# -gt 0 ] || return 0
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      for line in "$@"; do
+        read -r pid bin <<<"$line"
+        note "pid $pid ($bin) ignored SIGTERM for 15 s; sending SIGKILL"
+        if is_ours "$pid" "$bin"; then
+          kill -KILL "$pid" 2>/dev/null || true
+        fi
+      done
+      sleep 0.5
+      return 0
+    fi
+    sleep 0.2
+  done
+}
+
 k8s_env_down() {
   local dir
   dir="$(cd "$1" 2>/dev/null && pwd)" || die "$1: no such folder"
@@ -277,37 +306,29 @@ k8s_env_down() {
     note "nothing recorded as running in $K8S_ENV_DIR"
     return 0
   fi
-  local lines=() line name pid bin i live=()
+  local lines=() line name pid bin i stopped=0
   mapfile -t lines <"$pids"
-  # Reverse start order: the controllers before the API server, etcd last.
-  for ((i = ${#lines[@]} - 1; i >= 0; i--)); do
-    read -r name pid bin <<<"${lines[i]}"
-    if is_ours "$pid" "$bin"; then
-      kill -TERM "$pid" 2>/dev/null || true
-      live+=("$pid $bin")
-    fi
-  done
-  local deadline=$(( $(date +%s) + 15 )) left
-  while :; do
-    left=()
-    for line in "${live[@]}"; do
-      read -r pid bin <<<"$line"
+  # The controllers first, then the API server, etcd last: an API server
+  # whose etcd is gone waits out its shutdown instead of finishing it.
+  local stage
+  for stage in controllers kube-apiserver etcd; do
+    local live=()
+    for ((i = ${#lines[@]} - 1; i >= 0; i--)); do
+      read -r name pid bin <<<"${lines[i]}"
+      case "$stage:$name" in
+        controllers:kube-apiserver | controllers:etcd) continue ;;
+        controllers:*) ;;
+        "$stage:$stage") ;;
+        *) continue ;;
+      esac
       if is_ours "$pid" "$bin"; then
-        left+=("$line")
+        kill -TERM "$pid" 2>/dev/null || true
+        live+=("$pid $bin")
       fi
     done
-    [ ${#left[@]} -gt 0 ] || break
-    if [ "$(date +%s)" -ge "$deadline" ]; then
-      for line in "${left[@]}"; do
-        read -r pid bin <<<"$line"
-        note "pid $pid ($bin) ignored SIGTERM for 15 s; sending SIGKILL"
-        is_ours "$pid" "$bin" && kill -KILL "$pid" 2>/dev/null || true
-      done
-      sleep 0.5
-      break
-    fi
-    sleep 0.2
+    stop_wait "${live[@]}"
+    stopped=$(( stopped + ${#live[@]} ))
   done
   mv "$pids" "$pids.stopped"
-  note "down: stopped ${#live[@]} processes of $K8S_ENV_DIR"
+  note "down: stopped $stopped processes of $K8S_ENV_DIR"
 }

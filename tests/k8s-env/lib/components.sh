@@ -27,17 +27,34 @@ PY
 }
 
 # spawn NAME BINARY [ARGS...]: runs BINARY in its own session with no
-# terminal input, logs to DIR/logs/NAME.log, records its pid. Environment
-# assignments for it go in SPAWN_ENV (an array of NAME=VALUE).
+# terminal input, logs to DIR/logs/NAME.log, records its pid with the path
+# its command line must contain: SPAWN_MATCH if set (for a BINARY that
+# executes another, such as an interpreter shim or unshare), else BINARY.
+# Environment assignments for it go in SPAWN_ENV (an array of NAME=VALUE).
 spawn() {
   local name="$1" bin="$2"
   shift 2
   local log="$K8S_ENV_DIR/logs/$name.log"
   env "${SPAWN_ENV[@]}" setsid "$bin" "$@" </dev/null >>"$log" 2>&1 &
-  echo "$name $! $bin" >>"$K8S_ENV_DIR/pids"
+  local pid=$!
+  bin="${SPAWN_MATCH:-$bin}"
+  echo "$name $pid $bin" >>"$K8S_ENV_DIR/pids"
   SPAWN_ENV=()
+  SPAWN_MATCH=
+  # Until the forked shell has executed the command, its command line is
+  # this script's; wait for the exec so that every later check of the
+  # command line (is_ours) sees the component's.
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [ -r "/proc/$pid/cmdline" ] || return 0
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$bin"; then
+      return 0
+    fi
+    sleep 0.05
+  done
 }
 SPAWN_ENV=()
+SPAWN_MATCH=
 
 # curl for probes: never through a proxy, short timeouts, quiet.
 probe_curl() {
@@ -133,6 +150,7 @@ probe_kwok() {
 }
 
 start_fake-ray-dashboard() {
+  SPAWN_MATCH="$K8S_ENV_SRC/fake_ray_dashboard.py"
   spawn fake-ray-dashboard "$(command -v python3)" "$K8S_ENV_SRC/fake_ray_dashboard.py" \
     --port "$FAKE_RAY_DASHBOARD_PORT" --state-file "$K8S_ENV_DIR/ray-dashboard-jobs.json"
 }
@@ -198,11 +216,10 @@ cp "$certs/tls.crt" "$certs/tls.key" "$o/upper/kueue/metrics/certs/"
 mount -t overlay taugrid-kueue-etc -o "lowerdir=/etc,upperdir=$o/upper,workdir=$o/work" /etc
 exec "$@"'
   SPAWN_ENV=(KUBECONFIG="$K8S_ENV_DIR/kubeconfig")
+  SPAWN_MATCH="$K8S_ENV_BIN/kueue"
   spawn kueue "$(command -v unshare)" -m --propagation private -- /bin/bash -c "$setup" kueue-mount \
     "$d/overlay" "$d/certs" "$K8S_ENV_BIN/kueue" --config="$d/config.yaml" \
     --kubeconfig="$K8S_ENV_DIR/kubeconfig" --feature-gates=VisibilityOnDemand=false
-  # The recorded binary is Kueue's, which the pid runs once set up.
-  sed -i "s|^kueue \([0-9]*\) .*|kueue \1 $K8S_ENV_BIN/kueue|" "$K8S_ENV_DIR/pids"
 }
 probe_kueue() {
   probe_curl -f "http://127.0.0.1:$KUEUE_HEALTH_PORT/readyz" >/dev/null || return 1
