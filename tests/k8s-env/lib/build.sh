@@ -26,10 +26,12 @@ cache_key() {
 
 # Version and release date of MOD as pinned by wrapper module GROUP.
 mod_version() {
-  (cd "$K8S_ENV_SRC/$1" && "$GO" list -m -f '{{.Version}}' "$2")
+  (cd "$K8S_ENV_SRC/$1" && "$GO" list -m -f '{{.Version}}' "$2") ||
+    die "could not resolve $2 as pinned by $K8S_ENV_SRC/$1/go.mod (is the Go module proxy reachable?)"
 }
 mod_date() {
-  (cd "$K8S_ENV_SRC/$1" && "$GO" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$2")
+  (cd "$K8S_ENV_SRC/$1" && "$GO" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$2") ||
+    die "could not resolve $2 as pinned by $K8S_ENV_SRC/$1/go.mod (is the Go module proxy reachable?)"
 }
 
 # Runs one `go build` for GROUP at the lowest priority, logging to LOG.
