@@ -22,7 +22,7 @@ Listens on 127.0.0.1:PORT only. Job API subset (what KubeRay calls):
 Test control (plain requests to 127.0.0.1:PORT):
   PUT  /fake/jobs/ID  {"status": "FAILED", "message": "..."}  sets what
                             GET /api/jobs/ID reports from then on
-  GET  /healthz             "ok"
+  GET  /healthz             {"status": "ok"}
 With --state-file, the known jobs are written there (JSON) after each change.
 """
 import argparse
@@ -94,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         path = self.route()
         if path == "/healthz":
-            return self.reply(200, b"ok")
+            return self.reply(200, {"status": "ok"})
         if path == "/api/jobs/":
             with lock:
                 return self.reply(200, list(jobs.values()))
