@@ -62,6 +62,41 @@ gpus="$(kubectl get nodes -l type=kwok -o jsonpath='{range .items[*]}{.metadata.
 echo "$gpus"
 [ "$(echo "$gpus" | grep -c '=8,True,h100$')" -eq 2 ] || fail "expected 2 Ready nodes with 8 GPUs and gpu-class h100, got: $gpus"
 
+echo "== every component listens on 127.0.0.1 only"
+listeners="$(python3 - "$dir/pids" <<'PY'
+import os, sys
+pids = [line.split()[1] for line in open(sys.argv[1]) if line.strip()]
+inodes = {}
+for pid in pids:
+    try:
+        for fd in os.listdir("/proc/%s/fd" % pid):
+            try:
+                target = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes[target[8:-1]] = pid
+    except OSError:
+        pass
+for table in ("tcp", "tcp6", "udp", "udp6"):
+    with open("/proc/net/" + table) as f:
+        next(f)
+        for row in f:
+            cols = row.split()
+            local, state, inode = cols[1], cols[3], cols[9]
+            if inode not in inodes or (table.startswith("tcp") and state != "0A"):
+                continue
+            addr = local.split(":")[0]
+            loopback = addr in ("0100007F", "00000000000000000000000001000000")
+            print("%s %s pid=%s %s" % ("ok" if loopback else "NOT-LOOPBACK", table, inodes[inode], local))
+PY
+)"
+echo "$listeners" | grep -c '^ok' | sed 's/^/loopback listeners: /'
+if echo "$listeners" | grep -q '^NOT-LOOPBACK'; then
+  fail "a component listens beyond 127.0.0.1: $(echo "$listeners" | grep '^NOT-LOOPBACK')"
+fi
+[ -n "$listeners" ] || fail "found no listening socket of the components"
+
 echo "== queues: ClusterQueue of 8 GPUs, LocalQueue"
 kubectl apply --server-side -f - <<'YAML' || fail "creating the queues"
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -133,6 +168,14 @@ eventually 120 "Job fits did not complete" job_complete
 [ "$(kubectl get job fits -o jsonpath='{.spec.suspend}')" = false ] || fail "Job fits completed but is still marked suspended"
 admitted="$(kubectl get workloads -n default -o jsonpath='{range .items[?(@.metadata.ownerReferences[0].name=="fits")]}{.status.conditions[?(@.type=="Admitted")].status}{end}')"
 [ "$admitted" = True ] || fail "Job fits completed without an admitted Workload (Admitted=$admitted)"
+
+echo "== Kueue's webhook suspends a queued Job created unsuspended"
+# The object create returns is the one admission stored, before Kueue's
+# controller may admit and unsuspend it.
+created="$(job unsuspended 1 | sed 's/  suspend: true/  suspend: false/' |
+             kubectl create -f - -o jsonpath='{.spec.suspend}')" || fail "creating Job unsuspended"
+[ "$created" = true ] || fail "Job unsuspended was stored with suspend=$created: Kueue's mutating webhook did not suspend it"
+kubectl delete job unsuspended --wait=false >/dev/null
 
 echo "== a 16-GPU Job stays suspended with Kueue's insufficient-quota message"
 job too-big 16 | kubectl create -f - || fail "creating Job too-big"
