@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of the test cluster (scripts/k8s-env): a cluster comes up with
-# kwok GPU nodes; Kueue admits a suspended Job that fits an 8-GPU
+# kwok GPU nodes and every component listening on 127.0.0.1 only; Kueue's
+# webhook suspends a queued Job created unsuspended; Kueue admits a suspended Job that fits an 8-GPU
 # ClusterQueue and kwok completes it; a 16-GPU Job stays suspended with
 # Kueue's insufficient-quota message; a RayJob goes through KubeRay to
 # SUCCEEDED; `down` leaves no process and no listening port behind.
