@@ -7,6 +7,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(tl-expected REQUIRED)
 find_package(OpenSSL REQUIRED)
+# The Kubernetes API client (src/kube) talks HTTPS through libcurl.
+find_package(CURL 7.77 REQUIRED)
 if(TAU_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
