@@ -175,10 +175,10 @@ k8s_env_up() {
   [ "$(id -u)" -eq 0 ] ||
     die "up must run as root: Kueue runs in a private mount namespace (unshare -m) that provides the fixed path of its metrics certificate without writing /etc"
   local c
-  for c in openssl curl unshare setsid python3; do
+  for c in openssl curl unshare setsid; do
     command -v "$c" >/dev/null || die "up needs '$c', which is not installed (./scripts/install-deps installs it)"
   done
-  python3 -c 'import yaml' 2>/dev/null || die "up needs PyYAML (Debian package python3-yaml; ./scripts/install-deps installs it)"
+  find_python
   [[ "$K8S_ENV_NODES" =~ ^[1-9][0-9]*$ ]] || die "K8S_ENV_NODES is '$K8S_ENV_NODES'; expected a positive whole number"
   [[ "$K8S_ENV_GPUS_PER_NODE" =~ ^[0-9]+$ ]] || die "K8S_ENV_GPUS_PER_NODE is '$K8S_ENV_GPUS_PER_NODE'; expected a whole number"
   [[ "$K8S_ENV_UP_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "K8S_ENV_UP_TIMEOUT is '$K8S_ENV_UP_TIMEOUT'; expected seconds as a positive whole number"
@@ -206,7 +206,7 @@ k8s_env_up() {
 
   # Rendering the manifests takes a few seconds of CPU: overlap it with
   # etcd and the API server starting.
-  python3 "$K8S_ENV_SRC/render_manifests.py" "$K8S_ENV_HOME/manifests" "$K8S_ENV_DIR/rendered" \
+  "$PYTHON" "$K8S_ENV_SRC/render_manifests.py" "$K8S_ENV_HOME/manifests" "$K8S_ENV_DIR/rendered" \
     "$KUEUE_WEBHOOK_PORT" "$(pki kueue-ca.crt)" >"$K8S_ENV_DIR/logs/render.log" 2>&1 &
   local render=$!
 

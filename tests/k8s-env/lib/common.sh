@@ -14,6 +14,20 @@ note() {
   echo "k8s-env: $*" >&2
 }
 
+# Sets PYTHON to a Python 3 that can import yaml: the one on PATH when it
+# can, else Debian's /usr/bin/python3, where ./scripts/install-deps puts
+# PyYAML (python3-yaml). A PATH python3 from pyenv or a venv may lack it.
+find_python() {
+  local c
+  for c in "$(command -v python3 || true)" /usr/bin/python3; do
+    if [ -n "$c" ] && [ -x "$c" ] && "$c" -c 'import yaml' 2>/dev/null; then
+      PYTHON="$c"
+      return 0
+    fi
+  done
+  die "up needs Python 3 with PyYAML (Debian package python3-yaml; ./scripts/install-deps installs it)"
+}
+
 # Finds Go 1.26 or newer (every wrapper module declares at most go 1.26.0)
 # and sets GO to it. /usr/local/go/bin/go is tried when `go` is not on PATH.
 find_go() {

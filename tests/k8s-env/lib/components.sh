@@ -15,7 +15,7 @@ K8S_ENV_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler k
 # chosen, so they differ; another process may still take one before use,
 # which shows as that component failing to start).
 free_ports() {
-  python3 - "$1" <<'PY'
+  "${PYTHON:-python3}" - "$1" <<'PY'
 import socket, sys
 socks = []
 for _ in range(int(sys.argv[1])):
@@ -151,7 +151,7 @@ probe_kwok() {
 
 start_fake-ray-dashboard() {
   SPAWN_MATCH="$K8S_ENV_SRC/fake_ray_dashboard.py"
-  spawn fake-ray-dashboard "$(command -v python3)" "$K8S_ENV_SRC/fake_ray_dashboard.py" \
+  spawn fake-ray-dashboard "$PYTHON" "$K8S_ENV_SRC/fake_ray_dashboard.py" \
     --port "$FAKE_RAY_DASHBOARD_PORT" --state-file "$K8S_ENV_DIR/ray-dashboard-jobs.json"
 }
 probe_fake-ray-dashboard() {
