@@ -184,10 +184,14 @@ Result<GeneratorConfig> ParseGeneratorConfig(std::string_view text, std::string_
   }
   GeneratorConfig config;
   Where where{source, ""};
-  TAU_RETURN_IF_ERROR(ReadMap(root, where,
-                              {{"cohorts", [&](const YAML::Node& n, const Where& w) {
-                                  return ReadList<CohortSet>(n, w, &config.cohorts, ReadCohortSet);
-                                }}}));
+  try {  // yaml-cpp throws on odd shapes (a mapping as a key); none escapes
+    TAU_RETURN_IF_ERROR(ReadMap(root, where,
+                                {{"cohorts", [&](const YAML::Node& n, const Where& w) {
+                                    return ReadList<CohortSet>(n, w, &config.cohorts, ReadCohortSet);
+                                  }}}));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(std::string(source) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
   if (config.cohorts.empty()) {
     return InvalidArgumentError(std::string(source) + ": cohorts: the config must contain at least one cohort");
   }

@@ -70,6 +70,10 @@ TEST(GeneratorConfigTest, RefusesTopologyFieldsUnknownFieldsAndMissingOnes) {
   EXPECT_NE(ParseError("cohorts: []\n").find("at least one cohort"), std::string::npos);
 }
 
+TEST(GeneratorConfigTest, AMappingAsAKeyIsAnErrorNotAThrow) {
+  EXPECT_NE(ParseError("cohorts:\n- ? {a: 1}\n  : 2\n").find("test.yaml:"), std::string::npos);
+}
+
 TEST(ReplayTest, NamesObjectsAsKueuesGenerator) {
   GeneratorConfig c = Parse(
       "cohorts:\n- className: team\n  count: 2\n  queuesSets:\n  - className: cq\n    count: 1\n"
