@@ -45,7 +45,10 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, const 
   return out;
 }
 
-Database::~Database() { sqlite3_close_v2(db_); }
+Database::~Database() {
+  for (auto& [sql, cached] : cache_) sqlite3_finalize(cached.stmt);
+  sqlite3_close_v2(db_);
+}
 
 Status Database::Exec(std::string_view sql) {
   char* err = nullptr;
@@ -59,33 +62,64 @@ Status Database::Exec(std::string_view sql) {
 }
 
 Result<Statement> Database::Prepare(std::string_view sql) {
+  auto it = cache_.find(std::string(sql));
+  if (it != cache_.end() && !it->second.in_use) {
+    it->second.in_use = true;
+    return Statement(this, db_, it->second.stmt, &it->second.in_use);
+  }
+  // Kept when there is room and the text is not cached yet; a text in use
+  // (a statement of it is still stepping) gets a private copy.
+  const bool keep = it == cache_.end() && cache_.size() < kMaxCachedStatements;
   sqlite3_stmt* stmt = nullptr;
-  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), keep ? SQLITE_PREPARE_PERSISTENT : 0,
+                              &stmt, nullptr);
   if (rc != SQLITE_OK) return SqliteError(db_, rc, fmt::format("prepare \"{}\"", sql));
-  return Statement(this, db_, stmt);
+  ++compiled_;
+  if (!keep || stmt == nullptr) return Statement(this, db_, stmt);  // nullptr: only white space or a comment
+  CachedStatement& cached = cache_[std::string(sql)];
+  cached.stmt = stmt;
+  cached.in_use = true;
+  return Statement(this, db_, stmt, &cached.in_use);
 }
 
 int64_t Database::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 int Database::Changes() const { return sqlite3_changes(db_); }
 
 Statement::Statement(Statement&& o) noexcept
-    : owner_(o.owner_), db_(o.db_), stmt_(o.stmt_), bind_error_(o.bind_error_) {
+    : owner_(o.owner_), db_(o.db_), stmt_(o.stmt_), cached_in_use_(o.cached_in_use_), bind_error_(o.bind_error_) {
   o.stmt_ = nullptr;
+  o.cached_in_use_ = nullptr;
 }
 
 Statement& Statement::operator=(Statement&& o) noexcept {
   if (this != &o) {
-    sqlite3_finalize(stmt_);
+    Release();
     owner_ = o.owner_;
     db_ = o.db_;
     stmt_ = o.stmt_;
+    cached_in_use_ = o.cached_in_use_;
     bind_error_ = o.bind_error_;
     o.stmt_ = nullptr;
+    o.cached_in_use_ = nullptr;
   }
   return *this;
 }
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() { Release(); }
+
+void Statement::Release() {
+  if (cached_in_use_ != nullptr) {
+    // Reset ends the statement's read of the database (a cached statement
+    // left mid-way would hold a snapshot open and stall checkpoints).
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    *cached_in_use_ = false;
+    cached_in_use_ = nullptr;
+  } else {
+    sqlite3_finalize(stmt_);
+  }
+  stmt_ = nullptr;
+}
 
 Statement& Statement::Bind(int index, int64_t value) {
   int rc = sqlite3_bind_int64(stmt_, index, value);

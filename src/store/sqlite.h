@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -34,7 +35,13 @@ class Database {
 
   // Runs one or more statements that return no rows.
   Status Exec(std::string_view sql);
+  // A statement for `sql`. Statements are compiled once and kept (up to
+  // kMaxCachedStatements distinct texts): a later Prepare of the same text
+  // reuses the compiled one, reset and unbound, when it is not in use.
   Result<Statement> Prepare(std::string_view sql);
+  static constexpr size_t kMaxCachedStatements = 64;
+  // How many statements were compiled so far (cache misses); for tests.
+  int64_t compiled_statements() const { return compiled_; }
 
   int64_t LastInsertRowId() const;
   // Rows changed by the last INSERT, UPDATE or DELETE.
@@ -60,7 +67,14 @@ class Database {
 
  private:
   explicit Database(sqlite3* db) : db_(db) {}
+  struct CachedStatement {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+  };
   sqlite3* db_;
+  // By SQL text; node-based, so a Statement may point at its entry.
+  std::unordered_map<std::string, CachedStatement> cache_;
+  int64_t compiled_ = 0;
   std::vector<std::pair<int, std::function<void(const Status&)>>> write_observers_;
   int last_observer_id_ = 0;
 };
@@ -94,12 +108,16 @@ class Statement {
 
  private:
   friend class Database;
-  Statement(Database* owner, sqlite3* db, sqlite3_stmt* stmt) : owner_(owner), db_(db), stmt_(stmt) {}
+  Statement(Database* owner, sqlite3* db, sqlite3_stmt* stmt, bool* cached_in_use = nullptr)
+      : owner_(owner), db_(db), stmt_(stmt), cached_in_use_(cached_in_use) {}
   Status BindStatus() const;
+  // Finalizes an uncached statement; resets a cached one and gives it back.
+  void Release();
 
   Database* owner_;
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  bool* cached_in_use_;  // the cache entry's flag; nullptr: not cached
   int bind_error_ = 0;
 };
 
