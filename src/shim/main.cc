@@ -191,9 +191,13 @@ bool WriteStatusAtomically(const char* path, int reserved_fd, const std::string&
   std::string tmp = TmpPath(path);
   bool ok;
   if (reserved_fd >= 0 && json.size() <= kStatusReserve && StillReserved(tmp, reserved_fd)) {
-    // Overwrite the blanks; what is left of them is trailing white space.
-    ok = lseek(reserved_fd, 0, SEEK_SET) == 0 && WriteAll(reserved_fd, json) && fsync(reserved_fd) == 0;
-    if (ok && ftruncate(reserved_fd, static_cast<off_t>(json.size())) == 0) fsync(reserved_fd);
+    // Overwrite the blanks and cut off the rest, then one fsync makes both
+    // durable. Should the cut fail, what is left of the blanks is trailing
+    // white space, which a JSON reader skips; a crash before the fsync
+    // leaves blanks (no status), as a crash before the write would.
+    ok = lseek(reserved_fd, 0, SEEK_SET) == 0 && WriteAll(reserved_fd, json);
+    if (ok) (void)ftruncate(reserved_fd, static_cast<off_t>(json.size()));
+    ok = ok && fsync(reserved_fd) == 0;
   } else {
     // No reservation (the job never started, and a partial file must not
     // suggest it did: see docs/shim.md), or the job replaced it: a new
