@@ -422,6 +422,8 @@ int Main(int argc, char** argv) {
     loop.PostAfter(delay, std::move(task));
   };
   options.background = [&files](std::function<void()> task) { files.Post(std::move(task)); };
+  // A short job's "Running" goes with its end; others' with a flush for all.
+  options.deferred_write_delay = std::chrono::milliseconds(20);
   JobManager* jobs_ptr = nullptr;
   LocalAttemptRunner runner(SelfDir() + "/tau-shim", [&loop, &jobs_ptr](uint64_t token) {
     loop.Post([&jobs_ptr, token] { jobs_ptr->OnShimExit(token); });
@@ -511,6 +513,7 @@ int Main(int argc, char** argv) {
   http.join();
   if (monitor) monitor->Stop();
   files.Stop();
+  loop.Call([&] { jobs.FlushDeferred(); });  // what is recorded in memory only
   loop.Stop();
   return 0;
 }

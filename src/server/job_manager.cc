@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/digest.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/strings.h"
@@ -120,8 +121,9 @@ JobManager::Job* JobManager::Hold(std::unique_ptr<Job> job) {
   return raw;
 }
 
-Status JobManager::AppendEvent(const Job& job, std::string type, std::string reason,
+Status JobManager::AppendEvent(Job& job, std::string type, std::string reason,
                                std::string message) {
+  TAU_RETURN_IF_ERROR(WriteDeferred(job));  // its events in the order they happened
   TAU_ASSIGN_OR_RETURN(int64_t id, store_->AppendEvent({0, job.rec.id, NowMs(), std::move(type),
                                                         std::move(reason), std::move(message)}));
   last_event_id_ = id;
@@ -130,6 +132,7 @@ Status JobManager::AppendEvent(const Job& job, std::string type, std::string rea
 
 Status JobManager::SaveJob(Job& job) {
   job.view.reset();
+  TAU_RETURN_IF_ERROR(WriteDeferred(job, /*record_follows=*/true));
   return store_->UpdateJob(job.rec);
 }
 
@@ -143,6 +146,7 @@ Status JobManager::SaveAttempt(Job& job, const AttemptRecord& attempt) {
     }
   }
   if (!found) job.attempts.push_back(attempt);
+  TAU_RETURN_IF_ERROR(WriteDeferred(job));
   return store_->UpsertAttempt(attempt);
 }
 
@@ -236,6 +240,22 @@ Result<PreparedJob> JobManager::PrepareSubmit(const SubmitRequest& req) const {
     DiscardPrepared(prepared);
     return st.WithContext("preparing the job's folder");
   }
+  prepared.spec_json = spec::JobSpecToJson(prepared.spec);
+  prepared.spec_sha256 = Sha256Hex(prepared.spec_json);
+  prepared.created_at = NowMs();
+  // The submit part of the evidence, fsynced here rather than on the loop.
+  // A reproduction named by the request is resolved on the loop, and its
+  // original's git state read there, unless the request carries both.
+  if (req.reproduces.empty() || !req.client_evidence_json.empty()) {
+    const store::JobRecord rec = NewJobRecord(req, prepared);
+    auto digest = WriteBlob(SubmitEvidenceText(rec, prepared.spec, req.secret_env, req.client_evidence_json,
+                                               prepared.code_files));
+    if (!digest.ok()) {
+      DiscardPrepared(prepared);
+      return digest.status().WithContext("recording the job's evidence").WithContext("preparing the job's folder");
+    }
+    prepared.evidence_submit = *digest;
+  }
   return prepared;
 }
 
@@ -243,6 +263,26 @@ void JobManager::DiscardPrepared(const PreparedJob& prepared) const {
   if (prepared.id.empty()) return;
   std::error_code ec;
   fs::remove_all(home_.job_dir(prepared.id), ec);
+  // It names the job (its id): no other job shares it.
+  if (!prepared.evidence_submit.empty()) fs::remove(home_.blob(prepared.evidence_submit), ec);
+}
+
+store::JobRecord JobManager::NewJobRecord(const SubmitRequest& req, const PreparedJob& prepared) {
+  const spec::JobSpec& spec = prepared.spec;
+  store::JobRecord rec;
+  rec.id = prepared.id;
+  rec.name = spec.name;
+  rec.workspace = spec.workspace;
+  rec.queue = spec.queue;
+  rec.state = JobState::kQueued;
+  rec.spec_json = prepared.spec_json.empty() ? spec::JobSpecToJson(spec) : prepared.spec_json;
+  rec.spec_sha256 = prepared.spec_sha256.empty() ? Sha256Hex(rec.spec_json) : prepared.spec_sha256;
+  rec.snapshot_digest = req.snapshot_digest;
+  // Recorded as the environment is: secret values never reach the store.
+  rec.submit_command = evidence::RedactCommandLine(req.submit_command);
+  rec.reproduces = req.reproduces;
+  rec.created_at = prepared.created_at;
+  return rec;
 }
 
 Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& req) {
@@ -266,12 +306,13 @@ Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRe
         "the disk of the database {} is full ({}); submits are refused until space is freed",
         home_.database().string(), store_message_));
   }
-  spec::JobSpec spec = prepared.spec;
+  const spec::JobSpec& spec = prepared.spec;
+  store::JobRecord rec = NewJobRecord(req, prepared);
   if (!req.request_id.empty()) {
     TAU_RETURN_IF_ERROR(CheckRequestId(req.request_id));
     TAU_ASSIGN_OR_RETURN(auto seen, store_->FindSubmitRequest(req.request_id));
     if (seen) {
-      if (seen->spec_sha256 != spec::JobSpecSha256(spec)) {
+      if (seen->spec_sha256 != rec.spec_sha256) {
         return InvalidArgumentError(fmt::format("request_id \"{}\" was already used to submit another spec (job {}); "
                                                 "each submit needs a new request_id",
                                                 req.request_id, seen->job_id));
@@ -333,17 +374,8 @@ Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRe
   }
 
   auto job = std::make_unique<Job>();
-  job->rec.id = prepared.id;
+  job->rec = std::move(rec);
   job->rec.seq = next_seq_;
-  job->rec.name = spec.name;
-  job->rec.workspace = spec.workspace;
-  job->rec.queue = spec.queue;
-  job->rec.state = JobState::kQueued;
-  job->rec.spec_json = spec::JobSpecToJson(spec);
-  job->rec.spec_sha256 = spec::JobSpecSha256(spec);
-  job->rec.snapshot_digest = req.snapshot_digest;
-  // Recorded as the environment is: secret values never reach the store.
-  job->rec.submit_command = evidence::RedactCommandLine(req.submit_command);
   job->rec.depends_on = Join(dependency_ids, ",");
   job->rec.reproduces = reproduces;
   if (!req.secret_env.empty()) {
@@ -357,13 +389,21 @@ Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRe
     job->rec.secret_env = secrets.dump();
     job->secret_env = req.secret_env;
   }
-  job->rec.created_at = NowMs();
-  job->spec = std::move(spec);
+  if (!job->rec.created_at) job->rec.created_at = NowMs();
+  job->spec = spec;
   job->request = request;
 
-  TAU_RETURN_IF_ERROR(RecordSubmitEvidence(*job, req, prepared.code_files)
-                          .WithContext("recording the job's evidence")
-                          .WithContext("preparing the job's folder"));
+  if (!prepared.evidence_submit.empty() && reproduces == req.reproduces) {
+    job->rec.evidence_submit = prepared.evidence_submit;  // written off the loop
+  } else {
+    TAU_RETURN_IF_ERROR(RecordSubmitEvidence(*job, req, prepared.code_files)
+                            .WithContext("recording the job's evidence")
+                            .WithContext("preparing the job's folder"));
+    if (!prepared.evidence_submit.empty() && prepared.evidence_submit != job->rec.evidence_submit) {
+      std::error_code ec;
+      fs::remove(home_.blob(prepared.evidence_submit), ec);  // written for a reproduction resolved otherwise
+    }
+  }
   {
     auto txn = store_->Begin();
     Status st = txn.status();

@@ -55,6 +55,14 @@ struct PreparedJob {
   std::string id;
   spec::JobSpec spec;
   std::vector<evidence::FileDigest> code_files;
+  // The spec's canonical JSON and its SHA-256, made once.
+  std::string spec_json;
+  std::string spec_sha256;
+  int64_t created_at = 0;  // ms since the epoch; 0: when committed
+  // The submit part of the evidence, written and fsynced with the folder
+  // so the loop does neither; "" when the loop writes it (a request naming
+  // the job it reproduces without that job's git state, resolved there).
+  std::string evidence_submit;
 };
 
 struct JobManagerOptions {
@@ -115,6 +123,10 @@ struct JobManagerOptions {
   // history.keep: how many ended jobs are kept (the most recently ended);
   // older ones are removed with their files as others end. nullopt: all.
   std::optional<int64_t> history_keep = 10000;
+  // How long a change that records what has already happened (an
+  // attempt's start, a sealed capsule's digest) may wait to be written with
+  // a later one (JobManager::Deferring); 0: written at once. Needs `after`.
+  std::chrono::milliseconds deferred_write_delay{0};
   // Called on the thread that unpacked a job's snapshot, right after (a
   // test hook); unset: nothing.
   std::function<void()> on_snapshot_unpacked;
@@ -304,6 +316,11 @@ class JobManager {
   // from the timer JobManagerOptions::after arms; tests call it by hand.
   void SweepLostRanks();
 
+  // Writes every job's deferred changes in one transaction (see
+  // Deferring); on failure they stay deferred and are tried again after
+  // kStoreRetryDelay. The daemon calls it before it stops.
+  void FlushDeferred();
+
  private:
   struct Job {
     store::JobRecord rec;
@@ -349,6 +366,14 @@ class JobManager {
     int64_t metrics_offset = 0;
     bool progress_stalled = false;
     std::shared_ptr<const JobView> view;  // reset when the job changes
+    // Changes recorded but not yet written (job_manager_deferred.cc): the
+    // record, attempts by number, and events, in the order they happened.
+    struct Deferred {
+      bool record = false;
+      std::vector<int64_t> attempts;
+      std::vector<store::EventRecord> events;
+      bool any() const { return record || !attempts.empty() || !events.empty(); }
+    } deferred;
   };
 
   // The stored (canonical JSON) spec decoded again, and what it asks for.
@@ -388,7 +413,25 @@ class JobManager {
   // The Python with Ray that runs local rayjobs (see FindRayPython).
   Result<std::string> RayPython() const;
   int64_t NowMs() const;
-  Status AppendEvent(const Job& job, std::string type, std::string reason, std::string message);
+  Status AppendEvent(Job& job, std::string type, std::string reason, std::string message);
+  // Deferred writes (job_manager_deferred.cc). Some changes record what has
+  // already happened and would be found again by a restarted daemon: that
+  // an attempt's processes started (a live shim or its status says so), and
+  // a sealed capsule's digest (an ended job without one is sealed again).
+  // They need not be durable before anything is acted on, so they are not
+  // committed on their own: they are written with the job's next write (in
+  // its transaction, before it), or by FlushDeferred, which writes those of
+  // every job in one transaction JobManagerOptions::deferred_write_delay
+  // after the first. With no delay (or no timer) they are written at once.
+  bool Deferring() const { return options_.after && options_.deferred_write_delay.count() > 0; }
+  Status DeferSaveJob(Job& job);
+  Status DeferSaveAttempt(Job& job, const store::AttemptRecord& attempt);
+  Status DeferEvent(Job& job, std::string type, std::string reason, std::string message);
+  // Writes the job's deferred changes now, in the caller's transaction when
+  // one is open; `record_follows`: the caller writes the record next.
+  Status WriteDeferred(Job& job, bool record_follows = false);
+  void ArmDeferredFlush();
+  bool deferred_flush_armed_ = false;
   Status SaveJob(Job& job);
   Status SaveAttempt(Job& job, const store::AttemptRecord& attempt);
 
@@ -465,10 +508,21 @@ class JobManager {
   // stores it.
   void RefreshCheckpoints(Job& job);
   void ApplyCheckpointIndex(const std::string& id, std::string index_json, std::vector<std::string> deleted);
+  // The record of a job about to be submitted, before the loop's checks
+  // (state Queued; no seq, dependencies or secrets yet).
+  static store::JobRecord NewJobRecord(const SubmitRequest& request, const PreparedJob& prepared);
   // Evidence (job_manager_evidence.cc). Writes the submit part for a job
   // being submitted (its code is unpacked) and sets rec.evidence_submit.
   Status RecordSubmitEvidence(Job& job, const SubmitRequest& request,
                               const std::vector<evidence::FileDigest>& code_files);
+  // The submit part's text; reads no state of the loop, so it may run on
+  // any thread. `client_json` as SubmitRequest::client_evidence_json.
+  std::string SubmitEvidenceText(const store::JobRecord& rec, const spec::JobSpec& spec,
+                                 const spec::StringPairs& secret_env, const std::string& client_json,
+                                 const std::vector<evidence::FileDigest>& code_files) const;
+  // {"git": ...} of the submit part of job `id`, as a reproduction records
+  // it; "" when that job kept none.
+  std::string GitEvidenceOf(const store::JobRecord& original) const;
   // Seals the capsule of an ended job: assembled (log digests, pip freeze)
   // off the loop, stored as a blob, its digest set in rec.evidence.
   void SealEvidence(Job& job);

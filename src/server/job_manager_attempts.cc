@@ -271,17 +271,18 @@ void JobManager::StartAttempt(Job& job) {
   job.rec.state = JobState::kRunning;
   job.rec.started_at = job.rec.started_at.value_or(*attempt.started_at);
   {
+    // "Running" records what has happened: the shims run, and hold their
+    // locks, so a restarted daemon finds them however far this write got.
+    // It goes with the job's next write (for a short job, its end) or with
+    // the next flush of deferred changes, not in a commit of its own.
     std::vector<std::string> pid_text;
     for (int64_t pid : pids) pid_text.push_back(std::to_string(pid));
-    auto txn = store_->Begin();
-    Status st = txn.status();
-    if (st.ok()) st = SaveJob(job);
-    if (st.ok()) st = SaveAttempt(job, attempt);
+    Status st = DeferSaveJob(job);
+    if (st.ok()) st = DeferSaveAttempt(job, attempt);
     if (st.ok()) {
-      st = AppendEvent(job, "Started", "", fmt::format("attempt {} ({} {})", number, pids.size() == 1 ? "pid" : "pids",
-                                                       Join(pid_text, ", ")));
+      st = DeferEvent(job, "Started", "", fmt::format("attempt {} ({} {})", number, pids.size() == 1 ? "pid" : "pids",
+                                                      Join(pid_text, ", ")));
     }
-    if (st.ok()) st = txn->Commit();
     if (!st.ok()) LogStoreFailure(job, st);
   }
   for (int r = 0; r < workers; ++r) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -76,12 +77,15 @@ Result<std::string> ReadJobFile(const fs::path& root, const fs::path& path) {
 }  // namespace
 
 Result<std::string> JobManager::WriteBlob(const std::string& data) const {
+  // Several threads write blobs (submits are prepared on the HTTP threads):
+  // each temporary file has a name of its own.
+  static std::atomic<uint64_t> next_tmp{0};
   const std::string digest = evidence::BlobDigest(data);
   const fs::path path = home_.blob(digest);
   std::error_code ec;
   if (fs::exists(path, ec)) return digest;  // content-addressed: already there
   fs::create_directories(path.parent_path(), ec);
-  const fs::path tmp = path.string() + fmt::format(".{}.tmp", ::getpid());
+  const fs::path tmp = path.string() + fmt::format(".{}-{}.tmp", ::getpid(), next_tmp.fetch_add(1));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoError(errno, fmt::format("write {}", tmp.string()));
   bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()) && ::fsync(fd) == 0;
@@ -95,31 +99,43 @@ Result<std::string> JobManager::WriteBlob(const std::string& data) const {
   return digest;
 }
 
+std::string JobManager::SubmitEvidenceText(const store::JobRecord& rec, const spec::JobSpec& spec,
+                                           const spec::StringPairs& secret_env, const std::string& client_json,
+                                           const std::vector<evidence::FileDigest>& code_files) const {
+  SubmitEvidence in;
+  in.job = rec;
+  in.job.secret_env.clear();
+  in.spec_json = rec.spec_json;
+  in.project = spec.experiment.project;
+  in.tags = spec.experiment.tags;
+  in.code_files = code_files;
+  in.client_json = client_json;
+  in.environment = options_.base_env;
+  for (const auto& [k, v] : spec.runtime.env) in.environment.push_back(k + "=" + v);
+  for (const auto& [k, v] : secret_env) in.secret_env_names.push_back(k);
+  in.host_json = options_.host_json;
+  return AssembleSubmitEvidence(in);
+}
+
+std::string JobManager::GitEvidenceOf(const store::JobRecord& original) const {
+  if (original.evidence_submit.empty()) return "";
+  auto text = ReadFile(home_.blob(original.evidence_submit));
+  if (!text.ok()) return "";
+  auto parsed = nlohmann::json::parse(*text, nullptr, false);
+  if (!parsed.is_object() || !parsed.contains("git")) return "";
+  return nlohmann::json{{"git", parsed["git"]}}.dump();
+}
+
 Status JobManager::RecordSubmitEvidence(Job& job, const SubmitRequest& request,
                                         const std::vector<evidence::FileDigest>& code_files) {
-  SubmitEvidence in;
-  in.job = job.rec;
-  in.spec_json = job.rec.spec_json;
-  in.project = job.spec.experiment.project;
-  in.tags = job.spec.experiment.tags;
-  in.code_files = code_files;
-  in.client_json = request.client_evidence_json;
-  if (in.client_json.empty() && !job.rec.reproduces.empty()) {
+  std::string client_json = request.client_evidence_json;
+  if (client_json.empty() && !job.rec.reproduces.empty()) {
     // A reproduction runs the original's code: its git state is the original's.
     auto it = jobs_by_id_.find(job.rec.reproduces);
-    if (it != jobs_by_id_.end() && !it->second->rec.evidence_submit.empty()) {
-      auto original = ReadFile(home_.blob(it->second->rec.evidence_submit));
-      if (original.ok()) {
-        auto parsed = nlohmann::json::parse(*original, nullptr, false);
-        if (parsed.is_object() && parsed.contains("git")) in.client_json = nlohmann::json{{"git", parsed["git"]}}.dump();
-      }
-    }
+    if (it != jobs_by_id_.end()) client_json = GitEvidenceOf(it->second->rec);
   }
-  in.environment = options_.base_env;
-  for (const auto& [k, v] : job.spec.runtime.env) in.environment.push_back(k + "=" + v);
-  for (const auto& [k, v] : job.secret_env) in.secret_env_names.push_back(k);
-  in.host_json = options_.host_json;
-  TAU_ASSIGN_OR_RETURN(job.rec.evidence_submit, WriteBlob(AssembleSubmitEvidence(in)));
+  TAU_ASSIGN_OR_RETURN(job.rec.evidence_submit,
+                       WriteBlob(SubmitEvidenceText(job.rec, job.spec, job.secret_env, client_json, code_files)));
   return Status::Ok();
 }
 
@@ -180,7 +196,8 @@ void JobManager::SealEvidence(Job& job) {
       }
       if (!store::IsTerminal(j.rec.state)) return;  // resumed meanwhile: sealed again at its end
       j.rec.evidence = *digest;
-      if (Status st = SaveJob(j); !st.ok()) LogStoreFailure(j, st);
+      // An ended job whose digest is lost with a crash is sealed again.
+      if (Status st = DeferSaveJob(j); !st.ok()) LogStoreFailure(j, st);
       Publish();
     };
   });
@@ -206,6 +223,8 @@ Result<SubmitRequest> JobManager::ReproduceRequest(const std::string& id_or_name
   request.submit_command = submit_command;
   request.secret_env = original->secret_env;
   request.reproduces = original->rec.id;
+  // Resolved here, so the submit part can be written off the loop.
+  request.client_evidence_json = GitEvidenceOf(original->rec);
   request.request_id = request_id;
   return request;
 }
