@@ -51,14 +51,16 @@ Status JobStore::InsertJob(const JobRecord& job) {
 }
 
 Status JobStore::UpdateJob(const JobRecord& job) {
+  // Only the columns that change after the insert: an index none of whose
+  // columns is set is left alone, so a state change rewrites three of the
+  // seven indexes of jobs, not all of them. Parameter numbers are
+  // BindJob's.
   TAU_ASSIGN_OR_RETURN(Statement st,
-                       db_->Prepare("UPDATE jobs SET id=?1, seq=?2, name=?3, workspace=?4, queue=?5, "
-                                    "state=?6, reason=?7, message=?8, exit_code=?9, attempt=?10, "
-                                    "spec_json=?11, spec_sha256=?12, snapshot_digest=?13, "
-                                    "submit_command=?14, cancel_requested=?15, created_at=?16, "
-                                    "admitted_at=?17, started_at=?18, finished_at=?19, depends_on=?20, secret_env=?21, held=?22, priority_class=?23, preempted_by=?24, "
-                                    "restarts=?25, interruptions=?26, retry_at=?27, retry_reason=?28, resume_from=?29, "
-                                    "checkpoints=?30, reproduces=?31, evidence_submit=?32, evidence=?33, gpu_fault=?34 WHERE id=?1"));
+                       db_->Prepare("UPDATE jobs SET state=?6, reason=?7, message=?8, exit_code=?9, attempt=?10, "
+                                    "cancel_requested=?15, admitted_at=?17, started_at=?18, finished_at=?19, "
+                                    "held=?22, priority_class=?23, preempted_by=?24, restarts=?25, "
+                                    "interruptions=?26, retry_at=?27, retry_reason=?28, resume_from=?29, "
+                                    "checkpoints=?30, evidence=?33, gpu_fault=?34 WHERE id=?1"));
   BindJob(st, job);
   TAU_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() != 1) return NotFoundError(fmt::format("job {} is not in the database", job.id));

@@ -43,6 +43,11 @@ class JobStore {
   Result<int> SchemaVersion();
 
   Status InsertJob(const JobRecord& job);
+  // Writes what changes over a job's life (state, reasons, times, attempt,
+  // retry and checkpoint fields, evidence, ...). What is fixed when the job
+  // is submitted (id, seq, name, workspace, queue, spec, snapshot, submit
+  // command, created_at, depends_on, secret_env, reproduces,
+  // evidence_submit) is kept as InsertJob wrote it.
   Status UpdateJob(const JobRecord& job);
   Status DeleteJob(const std::string& id);  // with its attempts and events
   Status UpsertAttempt(const AttemptRecord& attempt);

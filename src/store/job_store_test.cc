@@ -127,6 +127,30 @@ TEST_F(JobStoreTest, RoundTripsEveryField) {
   EXPECT_EQ(store->UpdateJob(Job("j_missing", 99)).code(), StatusCode::kNotFound);
 }
 
+TEST_F(JobStoreTest, UpdateKeepsWhatWasFixedAtSubmit) {
+  auto store = *JobStore::Open(Path());
+  JobRecord j = Job("j_1", 1);
+  j.name = "first";
+  j.spec_json = "{\"a\":1}";
+  j.evidence_submit = "sha256:aa";
+  ASSERT_TRUE(store->InsertJob(j).ok());
+  JobRecord changed = j;
+  changed.state = JobState::kRunning;
+  changed.evidence = "sha256:bb";
+  changed.name = "second";
+  changed.spec_json = "{}";
+  changed.seq = 7;
+  changed.evidence_submit = "sha256:cc";
+  ASSERT_TRUE(store->UpdateJob(changed).ok());
+  auto loaded = (*store->LoadJobs())[0];
+  EXPECT_EQ(loaded.state, JobState::kRunning);
+  EXPECT_EQ(loaded.evidence, "sha256:bb");
+  EXPECT_EQ(loaded.name, "first");
+  EXPECT_EQ(loaded.spec_json, "{\"a\":1}");
+  EXPECT_EQ(loaded.seq, 1);
+  EXPECT_EQ(loaded.evidence_submit, "sha256:aa");
+}
+
 TEST_F(JobStoreTest, AttemptsUpsertAndEventsPage) {
   auto store = *JobStore::Open(Path());
   ASSERT_TRUE(store->InsertJob(Job("j_c", 1)).ok());
