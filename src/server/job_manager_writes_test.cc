@@ -54,7 +54,11 @@ class JobWritesTest : public JobManagerTest {
   }
   std::vector<std::string> EventTypes(const std::string& id) {
     std::vector<std::string> types;
-    for (const auto& e : *store_->LoadEvents(id, 0, 100)) types.push_back(e.type);
+    auto events = store_->LoadEvents(id, 0, 100);
+    EXPECT_TRUE(events.ok());
+    if (events.ok()) {
+      for (const auto& e : *events) types.push_back(e.type);
+    }
     return types;
   }
 
