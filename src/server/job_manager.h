@@ -395,8 +395,12 @@ class JobManager {
   void RemoveFiles(const store::JobRecord& rec, bool now);
   Result<std::vector<std::string>> PruneEnded(std::optional<std::chrono::milliseconds> age,
                                               std::optional<int64_t> keep);
-  // Deletes the submit request ids older than kSubmitRequestKeep.
+  // Deletes the submit request ids older than kSubmitRequestKeep, at most
+  // once a minute (kSubmitRequestSweepEvery): each sweep is a write
+  // transaction, and ids live for a week.
   void ForgetOldSubmitRequests();
+  static constexpr std::chrono::minutes kSubmitRequestSweepEvery{1};
+  int64_t submit_requests_swept_at_ = 0;  // ms; 0: never
   // Deletes job folders without a job in the database (Recover).
   void RemoveOrphanFiles();
   // Submit's checks and commit; the caller removes the folder on an error.

@@ -170,9 +170,14 @@ void JobManager::ForgetOldSubmitRequests() {
   // A delete needs disk space too; and one that finds nothing to delete
   // would end the DiskFull condition without anything written.
   if (disk_full_) return;
-  const int64_t cutoff =
-      NowMs() - std::chrono::duration_cast<std::chrono::milliseconds>(kSubmitRequestKeep).count();
+  const int64_t now = NowMs();
+  if (submit_requests_swept_at_ != 0 &&
+      now - submit_requests_swept_at_ < std::chrono::milliseconds(kSubmitRequestSweepEvery).count()) {
+    return;
+  }
+  const int64_t cutoff = now - std::chrono::duration_cast<std::chrono::milliseconds>(kSubmitRequestKeep).count();
   auto removed = store_->DeleteSubmitRequestsBefore(cutoff);
+  if (removed.ok()) submit_requests_swept_at_ = now;
   if (!removed.ok()) {
     log::Warn("jobs", "cannot remove old submit request ids", {{"error", removed.status().ToString()}});
   } else if (*removed > 0) {

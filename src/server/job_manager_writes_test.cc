@@ -177,5 +177,25 @@ TEST_F(JobWritesTest, AJobIsLetGoOnlyOnceItsDeferredChangesAreWritten) {
   EXPECT_FALSE((*store_->LoadJob(id))->evidence.empty());
 }
 
+TEST_F(JobWritesTest, ExpiredSubmitRequestIdsAreSweptAtMostOnceAMinute) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  auto end_a_job = [&] {
+    std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+    Succeed(*jobs, runner, id, runner.next_pid - 1);
+    jobs->EvictEnded();  // sweeps, unless it did less than a minute ago
+  };
+  end_a_job();
+  const int64_t old = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now().time_since_epoch()).count() -
+                      std::chrono::duration_cast<std::chrono::milliseconds>(JobManager::kSubmitRequestKeep).count() - 1;
+  ASSERT_TRUE(store_->InsertSubmitRequest({"r_expired", "j_gone", "abc", old}).ok());
+  clock_.Advance(std::chrono::seconds(59));
+  end_a_job();
+  EXPECT_TRUE(store_->FindSubmitRequest("r_expired")->has_value()) << "swept twice within a minute";
+  clock_.Advance(std::chrono::seconds(1));
+  end_a_job();
+  EXPECT_FALSE(store_->FindSubmitRequest("r_expired")->has_value());
+}
+
 }  // namespace
 }  // namespace tau::server
