@@ -21,7 +21,11 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kAttemptEnv = {"TAU_JOB_ID=j_leftover01", "TAU_ATTEMPT=1", "TAU_WORKER_INDEX=0"};
+// The job id carries this test process's pid: ctest runs tests as parallel
+// processes, and the sweep matches an attempt's processes by these
+// variables, so a shared id would let one test's sweep kill another's job.
+const std::string kJobIdEnv = "TAU_JOB_ID=j_leftover" + std::to_string(::getpid());
+const std::vector<std::string> kAttemptEnv = {kJobIdEnv, "TAU_ATTEMPT=1", "TAU_WORKER_INDEX=0"};
 
 class LeftoversTest : public ShimFolderTest {
  protected:
@@ -50,7 +54,7 @@ class LeftoversTest : public ShimFolderTest {
 
 TEST_F(LeftoversTest, AKilledShimsJobIsFoundAndKilledEvenOutsideItsSession) {
   // Another attempt of the same job (as a retry would be): never touched.
-  std::vector<std::string> other_env = {"TAU_JOB_ID=j_leftover01", "TAU_ATTEMPT=2", "TAU_WORKER_INDEX=0",
+  std::vector<std::string> other_env = {kJobIdEnv, "TAU_ATTEMPT=2", "TAU_WORKER_INDEX=0",
                                         "PATH=/usr/bin:/bin"};
   std::vector<char*> envp, argv;
   for (auto& e : other_env) envp.push_back(e.data());
