@@ -90,12 +90,12 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
   for (const auto& [id, a] : admitted_) {
     if (auto node = ClusterQueueNode(a.cluster_queue)) tree_.AddUsage(*node, a.usage);
   }
+  // Equal keys keep the order of workload ids.
   for (const auto& [id, w] : workloads_) {
     if (admitted_.count(id)) continue;
     PendingInfo why;
-    if (auto cq = ClusterQueueOf(w, &why)) queues_[*cq].pending.push_back(id);
+    if (auto cq = ClusterQueueOf(w, &why)) Enqueue(queues_[*cq], w);
   }
-  for (auto& [name, q] : queues_) SortQueue(q);
 }
 
 const LocalQueue* AdmissionEngine::LocalQueueOf(const Workload& w) const {
@@ -131,18 +131,17 @@ std::optional<std::string> AdmissionEngine::ClusterQueueOf(const Workload& w, Pe
   return std::nullopt;
 }
 
-void AdmissionEngine::SortQueue(QueueState& q) {
+void AdmissionEngine::Enqueue(QueueState& q, const Workload& w) {
   const bool afs = UsesAdmissionFairSharing(q);
-  std::stable_sort(q.pending.begin(), q.pending.end(), [&](const std::string& a, const std::string& b) {
-    const Workload& wa = workloads_.at(a);
-    const Workload& wb = workloads_.at(b);
-    if (afs) {
-      // With admission fair sharing the LocalQueue with less usage first.
-      double sa = LocalQueueScore(wa.namespace_, wa.local_queue), sb = LocalQueueScore(wb.namespace_, wb.local_queue);
-      if (sa != sb) return sa < sb;
-    }
-    if (wa.priority != wb.priority) return wa.priority > wb.priority;
-    return wa.seq < wb.seq;
+  q.pending.Insert(w, afs ? LocalQueueScore(w.namespace_, w.local_queue) : 0);
+}
+
+void AdmissionEngine::SortQueue(QueueState& q) {
+  if (!UsesAdmissionFairSharing(q)) return;  // priority and age do not change
+  // With admission fair sharing the LocalQueue with less usage first.
+  q.pending.Rescore([&](const std::string& id) {
+    const Workload& w = workloads_.at(id);
+    return LocalQueueScore(w.namespace_, w.local_queue);
   });
 }
 
@@ -318,16 +317,13 @@ Status AdmissionEngine::Submit(const Workload& w) {
                                                  *cq, c.reason, c.message));
     }
   }
+  // A workload queued again (same id) leaves its old place first.
+  if (auto old = workloads_.find(w.id); old != workloads_.end() && !admitted_.count(w.id)) {
+    PendingInfo old_why;
+    if (auto old_cq = ClusterQueueOf(old->second, &old_why)) queues_.at(*old_cq).pending.Erase(w.id);
+  }
   workloads_[w.id] = w;
-  // Insert in queue order: higher priority first, then older.
-  auto& pending = queues_[*cq].pending;
-  auto at = std::upper_bound(pending.begin(), pending.end(), w, [&](const Workload& x, const std::string& id) {
-    const Workload& y = workloads_.at(id);
-    if (x.priority != y.priority) return x.priority > y.priority;
-    return x.seq < y.seq;
-  });
-  pending.insert(at, w.id);
-  if (UsesAdmissionFairSharing(queues_[*cq])) SortQueue(queues_[*cq]);
+  Enqueue(queues_.at(*cq), w);
   return Status::Ok();
 }
 
@@ -338,8 +334,11 @@ void AdmissionEngine::Remove(const std::string& id) {
     if (auto node = ClusterQueueNode(a->second.cluster_queue)) tree_.RemoveUsage(*node, a->second.usage);
     admitted_.erase(a);
   }
-  for (auto& [name, q] : queues_) std::erase(q.pending, id);
-  workloads_.erase(id);
+  if (auto w = workloads_.find(id); w != workloads_.end()) {
+    PendingInfo why;
+    if (auto cq = ClusterQueueOf(w->second, &why)) queues_.at(*cq).pending.Erase(id);
+    workloads_.erase(w);
+  }
   held_.erase(id);
   backoff_until_.erase(id);
   evicting_.erase(id);
@@ -395,7 +394,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   // Per queue, where the scan for its next candidate starts: everything
   // before it is held, backing off or parked for the rest of the pass (an
   // admitted head is erased, so the next one moves into its place).
-  std::map<const QueueState*, size_t> scan_from;
+  std::map<const QueueState*, PendingQueue::const_iterator> scan_from;
   struct Candidate {
     QueueState* queue;
     const Workload* workload;
@@ -458,11 +457,14 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     admitted_order_[w.id] = ++next_admitted_order_;
     pass_admitted_.insert(w.id);
     admitted.push_back(c.choice.admission);
-    std::erase(c.queue->pending, w.id);
+    // The candidate is where its queue's scan stopped: the scan goes on
+    // from the workload after it.
+    auto& at = scan_from.at(c.queue);
+    at = c.queue->pending.Erase(at);
     if (UsesAdmissionFairSharing(*c.queue)) {
       AddEntryPenalty(w, c.choice.admission);
       SortQueue(*c.queue);
-      scan_from[c.queue] = 0;
+      at = c.queue->pending.begin();
     }
   };
   while (true) {
@@ -470,9 +472,9 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     std::vector<Candidate> candidates;
     for (auto& [name, q] : queues_) {
       if (!q.inactive_reason.empty() || q.spec->stop_policy != "None" || blocked_queues.count(name)) continue;
-      size_t& i = scan_from[&q];
-      for (; i < q.pending.size(); ++i) {
-        const std::string& id = q.pending[i];
+      auto& i = scan_from.try_emplace(&q, q.pending.begin()).first->second;
+      for (; i != q.pending.end(); ++i) {
+        const std::string& id = i->id;
         if (held_.count(id) || backoff_until_.count(id) || parked.count(id)) continue;
         const Workload& w = workloads_.at(id);
         // A stopped LocalQueue's workloads stay in place without blocking
@@ -529,7 +531,8 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   for (auto& [name, q] : queues_) {
     int position = 0;
     std::string head;
-    for (const std::string& id : q.pending) {
+    for (const PendingQueue::Entry& entry : q.pending) {
+      const std::string& id = entry.id;
       ++position;
       PendingInfo& info = pending_info_[id];
       if (held_.count(id)) {

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "sched/kueue_objects.h"
+#include "sched/pending_queue.h"
 #include "sched/quota_tree.h"
 #include "sched/workload.h"
 
@@ -123,7 +124,7 @@ class AdmissionEngine {
     const ClusterQueue* spec = nullptr;
     QuotaTree::NodeId node = 0;
     std::string inactive_reason;  // "" when active
-    std::vector<std::string> pending;  // workload ids, in queue order
+    PendingQueue pending;
   };
   struct Choice {
     QuotaTree::Fit fit = QuotaTree::Fit::kNoFit;
@@ -215,6 +216,9 @@ class AdmissionEngine {
   bool FlavorMatches(const ResourceFlavor& flavor, const Workload& w, std::string* why) const;
   // The workload's LocalQueue, or nullptr when it does not exist.
   const LocalQueue* LocalQueueOf(const Workload& w) const;
+  // Queues `w` in `q` in queue order; re-keys an admission-fair-sharing
+  // queue by its LocalQueues' scores now.
+  void Enqueue(QueueState& q, const Workload& w);
   void SortQueue(QueueState& q);
 
   KueueConfig config_;
