@@ -85,6 +85,16 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
     queues[cq.name] = std::move(q);
   }
   queues_ = std::move(queues);
+  choice_cache_.clear();
+  has_hold_and_drain_ = false;
+  for (auto& [name, q] : queues_) {
+    q.root = tree_.Root(q.node);
+    has_hold_and_drain_ = has_hold_and_drain_ || q.spec->stop_policy == "HoldAndDrain";
+  }
+  for (const auto& lq : config_.local_queues) has_hold_and_drain_ = has_hold_and_drain_ || lq.stop_policy == "HoldAndDrain";
+  all_dirty_ = true;
+  dirty_roots_.clear();
+  pending_info_.clear();
   cohort_nodes_ = cohorts;
   // Usage of what is admitted stays.
   for (const auto& [id, a] : admitted_) {
@@ -136,8 +146,21 @@ void AdmissionEngine::Enqueue(QueueState& q, const Workload& w) {
   q.pending.Insert(w, afs ? LocalQueueScore(w.namespace_, w.local_queue) : 0);
 }
 
+void AdmissionEngine::Touch(const std::string& cluster_queue) {
+  if (auto it = queues_.find(cluster_queue); it != queues_.end()) dirty_roots_.insert(it->second.root);
+}
+
+void AdmissionEngine::TouchWorkload(const std::string& id) {
+  if (auto a = admitted_.find(id); a != admitted_.end()) Touch(a->second.cluster_queue);
+  if (auto w = workloads_.find(id); w != workloads_.end()) {
+    PendingInfo why;
+    if (auto cq = ClusterQueueOf(w->second, &why)) Touch(*cq);
+  }
+}
+
 void AdmissionEngine::SortQueue(QueueState& q) {
   if (!UsesAdmissionFairSharing(q)) return;  // priority and age do not change
+  dirty_roots_.insert(q.root);
   // With admission fair sharing the LocalQueue with less usage first.
   q.pending.Rescore([&](const std::string& id) {
     const Workload& w = workloads_.at(id);
@@ -165,8 +188,8 @@ bool AdmissionEngine::FlavorMatches(const ResourceFlavor& flavor, const Workload
   return true;
 }
 
-AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, const Workload& w,
-                                                       bool simulate_preemption) const {
+AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, const Workload& w,
+                                                        bool simulate_preemption, bool* consulted_victims) const {
   Choice out;
   out.fit = Fit::kFit;
   out.admission.workload_id = w.id;
@@ -225,6 +248,7 @@ AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, cons
         // search goes on as if the flavor did not fit now.
         FlavorResourceAmounts on_flavor;
         for (const auto& [resource, amount] : wanted) on_flavor[{f.name, resource}] = amount;
+        *consulted_victims = true;
         if (const_cast<AdmissionEngine*>(this)->FindVictims(q, w, on_flavor).empty()) {
           if (best_rank < 0) {
             best_rank = Rank(fit, level);
@@ -300,6 +324,7 @@ void AdmissionEngine::Restore(const Workload& w) {
     if (c.fit != Fit::kNoFit) a = c.admission;
     a.cluster_queue = *cq;
     tree_.AddUsage(q.node, a.usage);
+    Touch(*cq);
   }
   admitted_[w.id] = a;
   admitted_order_[w.id] = ++next_admitted_order_;
@@ -320,15 +345,20 @@ Status AdmissionEngine::Submit(const Workload& w) {
   // A workload queued again (same id) leaves its old place first.
   if (auto old = workloads_.find(w.id); old != workloads_.end() && !admitted_.count(w.id)) {
     PendingInfo old_why;
-    if (auto old_cq = ClusterQueueOf(old->second, &old_why)) queues_.at(*old_cq).pending.Erase(w.id);
+    if (auto old_cq = ClusterQueueOf(old->second, &old_why)) {
+      queues_.at(*old_cq).pending.Erase(w.id);
+      Touch(*old_cq);
+    }
   }
   workloads_[w.id] = w;
+  Touch(*cq);
   Enqueue(queues_.at(*cq), w);
   return Status::Ok();
 }
 
 void AdmissionEngine::Remove(const std::string& id) {
   SampleLocalQueueUsage();  // the usage up to now counts before it drops
+  TouchWorkload(id);
   auto a = admitted_.find(id);
   if (a != admitted_.end()) {
     if (auto node = ClusterQueueNode(a->second.cluster_queue)) tree_.RemoveUsage(*node, a->second.usage);
@@ -348,14 +378,17 @@ void AdmissionEngine::Remove(const std::string& id) {
 
 void AdmissionEngine::MarkEvicting(const std::string& id) {
   if (admitted_.count(id)) evicting_.insert(id);
+  TouchWorkload(id);
 }
 
 void AdmissionEngine::SetHeld(const std::string& id, bool held) {
   if (held) held_.insert(id);
   else held_.erase(id);
+  TouchWorkload(id);
 }
 
 void AdmissionEngine::SetBackoff(const std::string& id, int64_t until_ms) {
+  TouchWorkload(id);
   if (until_ms > now_ms_) backoff_until_[id] = until_ms;
   else backoff_until_.erase(id);
 }
@@ -370,21 +403,38 @@ std::optional<int64_t> AdmissionEngine::NextBackoffEnd() const {
 
 std::vector<Admission> AdmissionEngine::Schedule() {
   std::vector<Admission> admitted;
-  pending_info_.clear();
   SampleLocalQueueUsage();
+  // A backing-off workload's reason names the time left.
+  if (last_pass_now_ != now_ms_) {
+    for (const auto& [id, until] : backoff_until_) TouchWorkload(id);
+  }
+  last_pass_now_ = now_ms_;
   std::erase_if(backoff_until_, [&](const auto& entry) { return entry.second <= now_ms_; });
   // HoldAndDrain: what a stopped ClusterQueue or LocalQueue admitted goes
   // back to its queue.
   for (const auto& [id, a] : admitted_) {
+    if (!has_hold_and_drain_) break;
     if (evicting_.count(id)) continue;
     auto q = queues_.find(a.cluster_queue);
     if (q != queues_.end() && q->second.spec->stop_policy == "HoldAndDrain") {
       evicting_.insert(id);
       evictions_.push_back({id, "", "ClusterQueueStopped"});
+      Touch(a.cluster_queue);
     } else if (const LocalQueue* lq = LocalQueueOf(workloads_.at(id)); lq && lq->stop_policy == "HoldAndDrain") {
       evicting_.insert(id);
       evictions_.push_back({id, "", "LocalQueueStopped"});
+      Touch(a.cluster_queue);
     }
+  }
+  // The trees decided in this pass; what the pass changes is decided again
+  // in the next one. The others keep their reasons.
+  std::set<QuotaTree::NodeId> deciding;
+  deciding.swap(dirty_roots_);
+  if (!incremental_) all_dirty_ = true;
+  auto decides = [&](const QueueState& q) { return all_dirty_ || deciding.count(q.root) > 0; };
+  for (const auto& [name, q] : queues_) {
+    if (!decides(q)) continue;
+    for (const PendingQueue::Entry& e : q.pending) pending_info_.erase(e.id);
   }
   pass_admitted_.clear();
   pass_victims_.clear();
@@ -446,13 +496,16 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     if (preempts) {
       pass_reserved_.emplace_back(c.queue->node, c.choice.admission.usage);
       std::string names;
+      Touch(c.queue->spec->name);
       for (const Eviction& t : c.targets) {
+        TouchWorkload(t.victim_id);
         pass_victims_.insert(t.victim_id);
         names += (names.empty() ? "" : ", ") + t.victim_id;
         if (evicting_.insert(t.victim_id).second) evictions_.push_back(t);
       }
       return park(c, "WaitingForPreemptedWorkloads", "preempting " + names);
     }
+    Touch(c.queue->spec->name);
     admitted_[w.id] = c.choice.admission;
     admitted_order_[w.id] = ++next_admitted_order_;
     pass_admitted_.insert(w.id);
@@ -471,7 +524,9 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     // One candidate per queue: its first workload not held or parked.
     std::vector<Candidate> candidates;
     for (auto& [name, q] : queues_) {
-      if (!q.inactive_reason.empty() || q.spec->stop_policy != "None" || blocked_queues.count(name)) continue;
+      if (!q.inactive_reason.empty() || q.spec->stop_policy != "None" || blocked_queues.count(name) || !decides(q)) {
+        continue;
+      }
       auto& i = scan_from.try_emplace(&q, q.pending.begin()).first->second;
       for (; i != q.pending.end(); ++i) {
         const std::string& id = i->id;
@@ -529,6 +584,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   pass_admitted_.clear();
   // Everything still pending gets a reason and its place in the queue.
   for (auto& [name, q] : queues_) {
+    if (!decides(q)) continue;
     int position = 0;
     std::string head;
     for (const PendingQueue::Entry& entry : q.pending) {
@@ -554,6 +610,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       if (head.empty()) head = id;
     }
   }
+  all_dirty_ = false;
   return admitted;
 }
 
