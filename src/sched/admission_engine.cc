@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "common/quantity.h"
 
@@ -91,7 +92,11 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
     q.root = tree_.Root(q.node);
     has_hold_and_drain_ = has_hold_and_drain_ || q.spec->stop_policy == "HoldAndDrain";
   }
-  for (const auto& lq : config_.local_queues) has_hold_and_drain_ = has_hold_and_drain_ || lq.stop_policy == "HoldAndDrain";
+  has_stopped_local_queue_ = false;
+  for (const auto& lq : config_.local_queues) {
+    has_hold_and_drain_ = has_hold_and_drain_ || lq.stop_policy == "HoldAndDrain";
+    has_stopped_local_queue_ = has_stopped_local_queue_ || lq.stop_policy != "None";
+  }
   all_dirty_ = true;
   dirty_roots_.clear();
   pending_info_.clear();
@@ -439,7 +444,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   pass_admitted_.clear();
   pass_victims_.clear();
   pass_reserved_.clear();
-  std::set<std::string> parked;         // workloads that cannot go this pass
+  std::unordered_set<std::string> parked;  // workloads that cannot go this pass
   std::set<std::string> blocked_queues; // StrictFIFO queues whose head cannot go
   // Per queue, where the scan for its next candidate starts: everything
   // before it is held, backing off or parked for the rest of the pass (an
@@ -530,11 +535,16 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       auto& i = scan_from.try_emplace(&q, q.pending.begin()).first->second;
       for (; i != q.pending.end(); ++i) {
         const std::string& id = i->id;
-        if (held_.count(id) || backoff_until_.count(id) || parked.count(id)) continue;
+        if ((!held_.empty() && held_.count(id)) || (!backoff_until_.empty() && backoff_until_.count(id)) ||
+            parked.count(id)) {
+          continue;
+        }
         const Workload& w = workloads_.at(id);
         // A stopped LocalQueue's workloads stay in place without blocking
         // the ClusterQueue, as Kueue takes them out of its queue.
-        if (const LocalQueue* lq = LocalQueueOf(w); lq && lq->stop_policy != "None") continue;
+        if (const LocalQueue* lq = has_stopped_local_queue_ ? LocalQueueOf(w) : nullptr; lq && lq->stop_policy != "None") {
+          continue;
+        }
         candidates.push_back({&q, &w, AssignFlavors(q, w, /*simulate_preemption=*/true), {}});
         break;
       }
@@ -599,7 +609,8 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         info = {"ClusterQueueInactive", q.inactive_reason, 0};
       } else if (q.spec->stop_policy != "None") {
         info = {"ClusterQueueStopped", fmt::format("ClusterQueue \"{}\" has stopPolicy {}", name, q.spec->stop_policy), 0};
-      } else if (const LocalQueue* lq = LocalQueueOf(workloads_.at(id)); lq && lq->stop_policy != "None") {
+      } else if (const LocalQueue* lq = has_stopped_local_queue_ ? LocalQueueOf(workloads_.at(id)) : nullptr;
+                 lq && lq->stop_policy != "None") {
         info = {"LocalQueueStopped", fmt::format("LocalQueue {}/{} is inactive: it has stopPolicy {}", lq->namespace_,
                                                  lq->name, lq->stop_policy), 0};
       } else if (info.reason.empty()) {

@@ -268,7 +268,7 @@ class AdmissionEngine {
   std::set<std::string> pass_admitted_;
   std::set<std::string> pass_victims_;
   std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> pass_reserved_;
-  std::map<std::string, PendingInfo> pending_info_;
+  std::unordered_map<std::string, PendingInfo> pending_info_;
   std::map<QuotaTree::NodeId, double> weights_;  // fair-sharing weight per node (default 1)
   struct LocalQueueUsage {
     double consumed = 0;  // decayed, resource-weighted usage
@@ -285,6 +285,7 @@ class AdmissionEngine {
   bool all_dirty_ = true;                     // every tree (after Configure)
   bool incremental_ = true;
   bool has_hold_and_drain_ = false;           // some ClusterQueue or LocalQueue drains
+  bool has_stopped_local_queue_ = false;      // some LocalQueue's stopPolicy is not None
   std::optional<int64_t> last_pass_now_;      // now_ms_ in the last pass (backoff messages)
   mutable std::unordered_map<std::string, CachedChoice> choice_cache_;  // by workload shape; cleared by Configure
 };

@@ -2,7 +2,7 @@
 // workloads of the same shape in the same ClusterQueue get the same flavors
 // and the same verdict while usage in the queue's cohort tree is unchanged.
 
-#include <fmt/format.h>
+#include <string>
 
 #include "sched/admission_engine.h"
 
@@ -12,13 +12,35 @@ namespace {
 // Everything of a workload that flavor assignment reads, except what only
 // a victim search reads (its id and priority; such answers are not kept).
 std::string ShapeKey(QuotaTree::NodeId node, const Workload& w, bool simulate_preemption) {
-  std::string key = fmt::format("{}|{}|{}|", node, simulate_preemption ? 1 : 0, w.count);
-  // Lengths first, so that no value can imitate a separator.
-  for (const auto& [resource, amount] : w.per_pod) key += fmt::format("r{}:{}={};", resource.size(), resource, amount);
-  for (const auto& [k, v] : w.node_selector) key += fmt::format("s{}:{}{}:{};", k.size(), k, v.size(), v);
+  std::string key;
+  key.reserve(64);
+  auto number = [&](int64_t n) {
+    key += std::to_string(n);
+    key += ';';
+  };
+  // Lengths before strings, so that no value can imitate a separator.
+  auto text = [&](const std::string& s) {
+    number(static_cast<int64_t>(s.size()));
+    key += s;
+  };
+  number(node);
+  number(simulate_preemption ? 1 : 0);
+  number(w.count);
+  number(static_cast<int64_t>(w.per_pod.size()));
+  for (const auto& [resource, amount] : w.per_pod) {
+    text(resource);
+    number(amount);
+  }
+  number(static_cast<int64_t>(w.node_selector.size()));
+  for (const auto& [k, v] : w.node_selector) {
+    text(k);
+    text(v);
+  }
   for (const Toleration& t : w.tolerations) {
-    key += fmt::format("t{}:{}{}:{}{}:{}{}:{};", t.key.size(), t.key, t.op.size(), t.op, t.value.size(), t.value,
-                       t.effect.size(), t.effect);
+    text(t.key);
+    text(t.op);
+    text(t.value);
+    text(t.effect);
   }
   return key;
 }
