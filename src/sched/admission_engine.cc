@@ -563,13 +563,19 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         if (c.choice.fit == Fit::kNoFit || (c.choice.fit == Fit::kNeedsPreemption && c.targets.empty())) process(c);
         else left.push_back(&c);
       }
+      std::vector<Head> heads;
+      for (Candidate* c : left) heads.push_back({c->queue, c->workload, &c->choice.admission});
       while (!left.empty()) {
-        std::vector<Head> heads;
-        for (Candidate* c : left) heads.push_back({c->queue, c->workload, &c->choice.admission});
+        if (!incremental_) {
+          for (Head& h : heads) h.scored = false;
+        }
         const size_t w = TournamentWinner(heads);
         Candidate* c = left[w];
         left.erase(left.begin() + static_cast<std::ptrdiff_t>(w));
+        heads.erase(heads.begin() + static_cast<std::ptrdiff_t>(w));
+        const uint64_t before = tree_.Version(c->queue->node);
         process(*c);
+        if (tree_.Version(c->queue->node) != before) InvalidateScores(heads, c->queue->node);
       }
     } else {
       // Kueue's order: without borrowing before borrowing, then higher

@@ -160,12 +160,26 @@ class AdmissionEngine {
   // after admitting its candidate: not borrowing from that Cohort first
   // (judged at each level), then the lowest share, higher priority, older.
   // Returns an index into `heads`.
+  //
+  // Each head's scores are kept between picks of a cycle: admitting or
+  // reserving for one head changes usage only on its own path, so only the
+  // heads whose paths share a Cohort below the root with it are scored
+  // again (InvalidateScores).
+  struct Score {
+    bool borrows;
+    double share;
+  };
   struct Head {
     const QueueState* queue;
     const Workload* workload;
     const Admission* admission;
+    bool scored = false;
+    std::map<QuotaTree::NodeId, Score> scores;  // per node on its path below the root
   };
-  size_t TournamentWinner(const std::vector<Head>& heads);
+  size_t TournamentWinner(std::vector<Head>& heads);
+  // Usage changed in ClusterQueue `changed`: forgets the scores that
+  // depended on it.
+  void InvalidateScores(std::vector<Head>& heads, QuotaTree::NodeId changed) const;
   // Admission fair sharing: whether `q` orders by LocalQueue usage; the
   // decay step α; the usage sampled every interval (caught up to now_ms_);
   // and an admission's entry penalty.
