@@ -1,7 +1,7 @@
 // tau-bench-admission-scale: how the admission engine scales with the
 // length of one queue (docs/performance.md, "Admission engine at scale").
 //   (1) cold: N pending workloads in one ClusterQueue (BestEffortFIFO, two
-//       flavors, quota for a few hundred of them); one Schedule() pass
+//       flavors, quota for about 12,000 of them); one Schedule() pass
 //       decides every one (admitted, or pending with a reason).
 //   (2) events: with those N pending, one event at a time — a submit, or
 //       the finish (Remove) of an admitted workload — followed by the
@@ -13,6 +13,8 @@
 //
 //   tau-bench-admission-scale [--json] [--pending N] [--events E]
 //                             [--queues Q] [--cohorts C] [--repeat R]
+//                             [--scenario all|one-queue|throughput]
+// (--scenario runs only (1)+(2) or only (3), e.g. under callgrind.)
 // With --json the last line of stdout is one JSON object.
 
 #include <algorithm>
@@ -87,6 +89,12 @@ KueueConfig Config(int queues, int cohorts, int64_t cpus, int64_t gpus, bool fai
   return config;
 }
 
+// Quota per flavor of the one long queue: room for about an eighth of
+// 100,000 workloads, so that the cold pass admits many (each admission
+// takes a workload out of the middle of the pass) and most wait.
+constexpr int64_t kOneQueueCpus = 20000;
+constexpr int64_t kOneQueueGpus = 5000;
+
 struct OneQueue {
   double cold_seconds = 0;
   size_t admitted = 0;
@@ -96,7 +104,7 @@ struct OneQueue {
 OneQueue RunOneQueue(int pending, int events) {
   OneQueue r;
   AdmissionEngine engine;
-  engine.Configure(Config(1, 0, 1000, 64, false));
+  engine.Configure(Config(1, 0, kOneQueueCpus, kOneQueueGpus, false));
   std::mt19937 rng(7);
   int64_t next = 0;
   for (; next < pending; ++next) (void)engine.Submit(MakeWorkload(rng, next, 1));
@@ -139,6 +147,7 @@ double RunThroughput(int pending, int queues, int cohorts, bool fair_sharing) {
 int main(int argc, char** argv) {
   bool json = false;
   int pending = 100000, events = 200, queues = 1000, cohorts = 10, repeat = 3;
+  std::string scenario = "all";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() { return i + 1 < argc ? std::atoi(argv[++i]) : -1; };
@@ -148,12 +157,19 @@ int main(int argc, char** argv) {
     else if (a == "--queues") queues = value();
     else if (a == "--cohorts") cohorts = value();
     else if (a == "--repeat") repeat = value();
+    else if (a == "--scenario" && i + 1 < argc) scenario = argv[++i];
     else {
       std::fprintf(stderr, "usage: tau-bench-admission-scale [--json] [--pending N] [--events E] [--queues Q] "
-                           "[--cohorts C] [--repeat R]\n");
+                           "[--cohorts C] [--repeat R] [--scenario all|one-queue|throughput]\n");
       return 2;
     }
   }
+  if (scenario != "all" && scenario != "one-queue" && scenario != "throughput") {
+    std::fprintf(stderr, "tau-bench-admission-scale: --scenario is all, one-queue or throughput, not \"%s\"\n",
+                 scenario.c_str());
+    return 2;
+  }
+  const bool one_queue = scenario != "throughput", throughput = scenario != "one-queue";
   if (pending < 1 || events < 0 || queues < 1 || cohorts < 0 || repeat < 1) {
     std::fprintf(stderr, "tau-bench-admission-scale: --pending, --queues and --repeat must be at least 1, "
                          "--events and --cohorts at least 0\n");
@@ -162,13 +178,17 @@ int main(int argc, char** argv) {
   std::vector<double> cold, p50, p99, classical, fair;
   size_t admitted = 0;
   for (int k = 0; k < repeat; ++k) {
-    OneQueue o = RunOneQueue(pending, events);
-    cold.push_back(o.cold_seconds);
-    p50.push_back(o.event_p50_ms);
-    p99.push_back(o.event_p99_ms);
-    admitted = o.admitted;
-    classical.push_back(RunThroughput(pending, queues, cohorts, false));
-    fair.push_back(RunThroughput(pending, queues, cohorts, true));
+    if (one_queue) {
+      OneQueue o = RunOneQueue(pending, events);
+      cold.push_back(o.cold_seconds);
+      p50.push_back(o.event_p50_ms);
+      p99.push_back(o.event_p99_ms);
+      admitted = o.admitted;
+    }
+    if (throughput) {
+      classical.push_back(RunThroughput(pending, queues, cohorts, false));
+      fair.push_back(RunThroughput(pending, queues, cohorts, true));
+    }
   }
   std::printf("one queue, %d pending: cold pass %.3f s (%zu admitted); %d events (submit or finish) + pass: "
               "p50 %.3f ms, p99 %.3f ms\n",
