@@ -1,7 +1,7 @@
 // tau-bench-admission-scale: how the admission engine scales with the
 // length of one queue (docs/performance.md, "Admission engine at scale").
 //   (1) cold: N pending workloads in one ClusterQueue (BestEffortFIFO, two
-//       flavors, quota for about 12,000 of them); one Schedule() pass
+//       flavors, quota for about 8,900 of them); one Schedule() pass
 //       decides every one (admitted, or pending with a reason).
 //   (2) events: with those N pending, one event at a time — a submit, or
 //       the finish (Remove) of an admitted workload — followed by the
@@ -89,8 +89,8 @@ KueueConfig Config(int queues, int cohorts, int64_t cpus, int64_t gpus, bool fai
   return config;
 }
 
-// Quota per flavor of the one long queue: room for about an eighth of
-// 100,000 workloads, so that the cold pass admits many (each admission
+// Quota per flavor of the one long queue: room for about 8,900 of
+// the generated workloads, so that the cold pass admits many (each admission
 // takes a workload out of the middle of the pass) and most wait.
 constexpr int64_t kOneQueueCpus = 20000;
 constexpr int64_t kOneQueueGpus = 5000;
