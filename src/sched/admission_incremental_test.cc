@@ -36,7 +36,9 @@ std::string Describe(const std::vector<Eviction>& evictions) {
 }
 
 std::string Describe(const std::optional<PendingInfo>& why) {
-  if (!why) return "none";
+  if (!why) {
+    return "none";
+  }
   return why->reason + ": " + why->message + " @" + std::to_string(why->position);
 }
 
@@ -65,12 +67,16 @@ TEST(AdmissionIncrementalTest, DecidesAsAFullPassOverRandomEventSequences) {
         w.id = "w" + std::to_string(++next_id);
         w.namespace_ = "default";
         w.local_queue = g.local_queues[static_cast<size_t>(pick(0, static_cast<int>(g.local_queues.size()) - 1))];
-        if (pick(0, 3) == 0) w.local_queue += "-b";
+        if (pick(0, 3) == 0) {
+          w.local_queue += "-b";
+        }
         w.priority = pick(0, 2);
         w.seq = next_id;
         w.per_pod = {{"cpu", int64_t{500} * pick(1, 6)}};
         ASSERT_EQ(inc.Submit(w).ok(), full.Submit(w).ok());
-        if (inc.IsKnown(w.id)) known.insert(w.id);
+        if (inc.IsKnown(w.id)) {
+          known.insert(w.id);
+        }
         what = "submit " + w.id;
       } else if (event == 4 && !admitted.empty()) {
         const std::string id = admitted[static_cast<size_t>(pick(0, static_cast<int>(admitted.size()) - 1))];
