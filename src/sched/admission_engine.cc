@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "common/quantity.h"
 
@@ -85,17 +86,31 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
     queues[cq.name] = std::move(q);
   }
   queues_ = std::move(queues);
+  choice_cache_.clear();
+  has_hold_and_drain_ = false;
+  for (auto& [name, q] : queues_) {
+    q.root = tree_.Root(q.node);
+    has_hold_and_drain_ = has_hold_and_drain_ || q.spec->stop_policy == "HoldAndDrain";
+  }
+  has_stopped_local_queue_ = false;
+  for (const auto& lq : config_.local_queues) {
+    has_hold_and_drain_ = has_hold_and_drain_ || lq.stop_policy == "HoldAndDrain";
+    has_stopped_local_queue_ = has_stopped_local_queue_ || lq.stop_policy != "None";
+  }
+  all_dirty_ = true;
+  dirty_roots_.clear();
+  pending_info_.clear();
   cohort_nodes_ = cohorts;
   // Usage of what is admitted stays.
   for (const auto& [id, a] : admitted_) {
     if (auto node = ClusterQueueNode(a.cluster_queue)) tree_.AddUsage(*node, a.usage);
   }
+  // Equal keys keep the order of workload ids.
   for (const auto& [id, w] : workloads_) {
     if (admitted_.count(id)) continue;
     PendingInfo why;
-    if (auto cq = ClusterQueueOf(w, &why)) queues_[*cq].pending.push_back(id);
+    if (auto cq = ClusterQueueOf(w, &why)) Enqueue(queues_[*cq], w);
   }
-  for (auto& [name, q] : queues_) SortQueue(q);
 }
 
 const LocalQueue* AdmissionEngine::LocalQueueOf(const Workload& w) const {
@@ -131,18 +146,30 @@ std::optional<std::string> AdmissionEngine::ClusterQueueOf(const Workload& w, Pe
   return std::nullopt;
 }
 
-void AdmissionEngine::SortQueue(QueueState& q) {
+void AdmissionEngine::Enqueue(QueueState& q, const Workload& w) {
   const bool afs = UsesAdmissionFairSharing(q);
-  std::stable_sort(q.pending.begin(), q.pending.end(), [&](const std::string& a, const std::string& b) {
-    const Workload& wa = workloads_.at(a);
-    const Workload& wb = workloads_.at(b);
-    if (afs) {
-      // With admission fair sharing the LocalQueue with less usage first.
-      double sa = LocalQueueScore(wa.namespace_, wa.local_queue), sb = LocalQueueScore(wb.namespace_, wb.local_queue);
-      if (sa != sb) return sa < sb;
-    }
-    if (wa.priority != wb.priority) return wa.priority > wb.priority;
-    return wa.seq < wb.seq;
+  q.pending.Insert(w, afs ? LocalQueueScore(w.namespace_, w.local_queue) : 0);
+}
+
+void AdmissionEngine::Touch(const std::string& cluster_queue) {
+  if (auto it = queues_.find(cluster_queue); it != queues_.end()) dirty_roots_.insert(it->second.root);
+}
+
+void AdmissionEngine::TouchWorkload(const std::string& id) {
+  if (auto a = admitted_.find(id); a != admitted_.end()) Touch(a->second.cluster_queue);
+  if (auto w = workloads_.find(id); w != workloads_.end()) {
+    PendingInfo why;
+    if (auto cq = ClusterQueueOf(w->second, &why)) Touch(*cq);
+  }
+}
+
+void AdmissionEngine::SortQueue(QueueState& q) {
+  if (!UsesAdmissionFairSharing(q)) return;  // priority and age do not change
+  dirty_roots_.insert(q.root);
+  // With admission fair sharing the LocalQueue with less usage first.
+  q.pending.Rescore([&](const std::string& id) {
+    const Workload& w = workloads_.at(id);
+    return LocalQueueScore(w.namespace_, w.local_queue);
   });
 }
 
@@ -166,8 +193,8 @@ bool AdmissionEngine::FlavorMatches(const ResourceFlavor& flavor, const Workload
   return true;
 }
 
-AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, const Workload& w,
-                                                       bool simulate_preemption) const {
+AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, const Workload& w,
+                                                        bool simulate_preemption, bool* consulted_victims) const {
   Choice out;
   out.fit = Fit::kFit;
   out.admission.workload_id = w.id;
@@ -226,6 +253,7 @@ AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, cons
         // search goes on as if the flavor did not fit now.
         FlavorResourceAmounts on_flavor;
         for (const auto& [resource, amount] : wanted) on_flavor[{f.name, resource}] = amount;
+        *consulted_victims = true;
         if (const_cast<AdmissionEngine*>(this)->FindVictims(q, w, on_flavor).empty()) {
           if (best_rank < 0) {
             best_rank = Rank(fit, level);
@@ -301,6 +329,7 @@ void AdmissionEngine::Restore(const Workload& w) {
     if (c.fit != Fit::kNoFit) a = c.admission;
     a.cluster_queue = *cq;
     tree_.AddUsage(q.node, a.usage);
+    Touch(*cq);
   }
   admitted_[w.id] = a;
   admitted_order_[w.id] = ++next_admitted_order_;
@@ -318,28 +347,33 @@ Status AdmissionEngine::Submit(const Workload& w) {
                                                  *cq, c.reason, c.message));
     }
   }
+  // A workload queued again (same id) leaves its old place first.
+  if (auto old = workloads_.find(w.id); old != workloads_.end() && !admitted_.count(w.id)) {
+    PendingInfo old_why;
+    if (auto old_cq = ClusterQueueOf(old->second, &old_why)) {
+      queues_.at(*old_cq).pending.Erase(w.id);
+      Touch(*old_cq);
+    }
+  }
   workloads_[w.id] = w;
-  // Insert in queue order: higher priority first, then older.
-  auto& pending = queues_[*cq].pending;
-  auto at = std::upper_bound(pending.begin(), pending.end(), w, [&](const Workload& x, const std::string& id) {
-    const Workload& y = workloads_.at(id);
-    if (x.priority != y.priority) return x.priority > y.priority;
-    return x.seq < y.seq;
-  });
-  pending.insert(at, w.id);
-  if (UsesAdmissionFairSharing(queues_[*cq])) SortQueue(queues_[*cq]);
+  Touch(*cq);
+  Enqueue(queues_.at(*cq), w);
   return Status::Ok();
 }
 
 void AdmissionEngine::Remove(const std::string& id) {
   SampleLocalQueueUsage();  // the usage up to now counts before it drops
+  TouchWorkload(id);
   auto a = admitted_.find(id);
   if (a != admitted_.end()) {
     if (auto node = ClusterQueueNode(a->second.cluster_queue)) tree_.RemoveUsage(*node, a->second.usage);
     admitted_.erase(a);
   }
-  for (auto& [name, q] : queues_) std::erase(q.pending, id);
-  workloads_.erase(id);
+  if (auto w = workloads_.find(id); w != workloads_.end()) {
+    PendingInfo why;
+    if (auto cq = ClusterQueueOf(w->second, &why)) queues_.at(*cq).pending.Erase(id);
+    workloads_.erase(w);
+  }
   held_.erase(id);
   backoff_until_.erase(id);
   evicting_.erase(id);
@@ -349,14 +383,17 @@ void AdmissionEngine::Remove(const std::string& id) {
 
 void AdmissionEngine::MarkEvicting(const std::string& id) {
   if (admitted_.count(id)) evicting_.insert(id);
+  TouchWorkload(id);
 }
 
 void AdmissionEngine::SetHeld(const std::string& id, bool held) {
   if (held) held_.insert(id);
   else held_.erase(id);
+  TouchWorkload(id);
 }
 
 void AdmissionEngine::SetBackoff(const std::string& id, int64_t until_ms) {
+  TouchWorkload(id);
   if (until_ms > now_ms_) backoff_until_[id] = until_ms;
   else backoff_until_.erase(id);
 }
@@ -371,31 +408,48 @@ std::optional<int64_t> AdmissionEngine::NextBackoffEnd() const {
 
 std::vector<Admission> AdmissionEngine::Schedule() {
   std::vector<Admission> admitted;
-  pending_info_.clear();
   SampleLocalQueueUsage();
+  // A backing-off workload's reason names the time left.
+  if (last_pass_now_ != now_ms_) {
+    for (const auto& [id, until] : backoff_until_) TouchWorkload(id);
+  }
+  last_pass_now_ = now_ms_;
   std::erase_if(backoff_until_, [&](const auto& entry) { return entry.second <= now_ms_; });
   // HoldAndDrain: what a stopped ClusterQueue or LocalQueue admitted goes
   // back to its queue.
   for (const auto& [id, a] : admitted_) {
+    if (!has_hold_and_drain_) break;
     if (evicting_.count(id)) continue;
     auto q = queues_.find(a.cluster_queue);
     if (q != queues_.end() && q->second.spec->stop_policy == "HoldAndDrain") {
       evicting_.insert(id);
       evictions_.push_back({id, "", "ClusterQueueStopped"});
+      Touch(a.cluster_queue);
     } else if (const LocalQueue* lq = LocalQueueOf(workloads_.at(id)); lq && lq->stop_policy == "HoldAndDrain") {
       evicting_.insert(id);
       evictions_.push_back({id, "", "LocalQueueStopped"});
+      Touch(a.cluster_queue);
     }
+  }
+  // The trees decided in this pass; what the pass changes is decided again
+  // in the next one. The others keep their reasons.
+  std::set<QuotaTree::NodeId> deciding;
+  deciding.swap(dirty_roots_);
+  if (!incremental_) all_dirty_ = true;
+  auto decides = [&](const QueueState& q) { return all_dirty_ || deciding.count(q.root) > 0; };
+  for (const auto& [name, q] : queues_) {
+    if (!decides(q)) continue;
+    for (const PendingQueue::Entry& e : q.pending) pending_info_.erase(e.id);
   }
   pass_admitted_.clear();
   pass_victims_.clear();
   pass_reserved_.clear();
-  std::set<std::string> parked;         // workloads that cannot go this pass
+  std::unordered_set<std::string> parked;  // workloads that cannot go this pass
   std::set<std::string> blocked_queues; // StrictFIFO queues whose head cannot go
   // Per queue, where the scan for its next candidate starts: everything
   // before it is held, backing off or parked for the rest of the pass (an
   // admitted head is erased, so the next one moves into its place).
-  std::map<const QueueState*, size_t> scan_from;
+  std::map<const QueueState*, PendingQueue::const_iterator> scan_from;
   struct Candidate {
     QueueState* queue;
     const Workload* workload;
@@ -447,37 +501,50 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     if (preempts) {
       pass_reserved_.emplace_back(c.queue->node, c.choice.admission.usage);
       std::string names;
+      Touch(c.queue->spec->name);
       for (const Eviction& t : c.targets) {
+        TouchWorkload(t.victim_id);
         pass_victims_.insert(t.victim_id);
         names += (names.empty() ? "" : ", ") + t.victim_id;
         if (evicting_.insert(t.victim_id).second) evictions_.push_back(t);
       }
       return park(c, "WaitingForPreemptedWorkloads", "preempting " + names);
     }
+    Touch(c.queue->spec->name);
     admitted_[w.id] = c.choice.admission;
     admitted_order_[w.id] = ++next_admitted_order_;
     pass_admitted_.insert(w.id);
     admitted.push_back(c.choice.admission);
-    std::erase(c.queue->pending, w.id);
+    // The candidate is where its queue's scan stopped: the scan goes on
+    // from the workload after it.
+    auto& at = scan_from.at(c.queue);
+    at = c.queue->pending.Erase(at);
     if (UsesAdmissionFairSharing(*c.queue)) {
       AddEntryPenalty(w, c.choice.admission);
       SortQueue(*c.queue);
-      scan_from[c.queue] = 0;
+      at = c.queue->pending.begin();
     }
   };
   while (true) {
     // One candidate per queue: its first workload not held or parked.
     std::vector<Candidate> candidates;
     for (auto& [name, q] : queues_) {
-      if (!q.inactive_reason.empty() || q.spec->stop_policy != "None" || blocked_queues.count(name)) continue;
-      size_t& i = scan_from[&q];
-      for (; i < q.pending.size(); ++i) {
-        const std::string& id = q.pending[i];
-        if (held_.count(id) || backoff_until_.count(id) || parked.count(id)) continue;
+      if (!q.inactive_reason.empty() || q.spec->stop_policy != "None" || blocked_queues.count(name) || !decides(q)) {
+        continue;
+      }
+      auto& i = scan_from.try_emplace(&q, q.pending.begin()).first->second;
+      for (; i != q.pending.end(); ++i) {
+        const std::string& id = i->id;
+        if ((!held_.empty() && held_.count(id)) || (!backoff_until_.empty() && backoff_until_.count(id)) ||
+            parked.count(id)) {
+          continue;
+        }
         const Workload& w = workloads_.at(id);
         // A stopped LocalQueue's workloads stay in place without blocking
         // the ClusterQueue, as Kueue takes them out of its queue.
-        if (const LocalQueue* lq = LocalQueueOf(w); lq && lq->stop_policy != "None") continue;
+        if (const LocalQueue* lq = has_stopped_local_queue_ ? LocalQueueOf(w) : nullptr; lq && lq->stop_policy != "None") {
+          continue;
+        }
         candidates.push_back({&q, &w, AssignFlavors(q, w, /*simulate_preemption=*/true), {}});
         break;
       }
@@ -496,13 +563,19 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         if (c.choice.fit == Fit::kNoFit || (c.choice.fit == Fit::kNeedsPreemption && c.targets.empty())) process(c);
         else left.push_back(&c);
       }
+      std::vector<Head> heads;
+      for (Candidate* c : left) heads.push_back({c->queue, c->workload, &c->choice.admission});
       while (!left.empty()) {
-        std::vector<Head> heads;
-        for (Candidate* c : left) heads.push_back({c->queue, c->workload, &c->choice.admission});
+        if (!incremental_) {
+          for (Head& h : heads) h.scored = false;
+        }
         const size_t w = TournamentWinner(heads);
         Candidate* c = left[w];
         left.erase(left.begin() + static_cast<std::ptrdiff_t>(w));
+        heads.erase(heads.begin() + static_cast<std::ptrdiff_t>(w));
+        const uint64_t before = tree_.Version(c->queue->node);
         process(*c);
+        if (tree_.Version(c->queue->node) != before) InvalidateScores(heads, c->queue->node);
       }
     } else {
       // Kueue's order: without borrowing before borrowing, then higher
@@ -527,9 +600,11 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   pass_admitted_.clear();
   // Everything still pending gets a reason and its place in the queue.
   for (auto& [name, q] : queues_) {
+    if (!decides(q)) continue;
     int position = 0;
     std::string head;
-    for (const std::string& id : q.pending) {
+    for (const PendingQueue::Entry& entry : q.pending) {
+      const std::string& id = entry.id;
       ++position;
       PendingInfo& info = pending_info_[id];
       if (held_.count(id)) {
@@ -540,7 +615,8 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         info = {"ClusterQueueInactive", q.inactive_reason, 0};
       } else if (q.spec->stop_policy != "None") {
         info = {"ClusterQueueStopped", fmt::format("ClusterQueue \"{}\" has stopPolicy {}", name, q.spec->stop_policy), 0};
-      } else if (const LocalQueue* lq = LocalQueueOf(workloads_.at(id)); lq && lq->stop_policy != "None") {
+      } else if (const LocalQueue* lq = has_stopped_local_queue_ ? LocalQueueOf(workloads_.at(id)) : nullptr;
+                 lq && lq->stop_policy != "None") {
         info = {"LocalQueueStopped", fmt::format("LocalQueue {}/{} is inactive: it has stopPolicy {}", lq->namespace_,
                                                  lq->name, lq->stop_policy), 0};
       } else if (info.reason.empty()) {
@@ -551,6 +627,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       if (head.empty()) head = id;
     }
   }
+  all_dirty_ = false;
   return admitted;
 }
 

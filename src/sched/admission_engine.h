@@ -6,10 +6,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
 #include "sched/kueue_objects.h"
+#include "sched/pending_queue.h"
 #include "sched/quota_tree.h"
 #include "sched/workload.h"
 
@@ -82,7 +84,14 @@ class AdmissionEngine {
   std::optional<int64_t> NextBackoffEnd() const;
 
   // Admits what fits now, in queue order. Pending workloads get a reason.
+  // Incremental: only cohort trees where something changed since the last
+  // pass are decided again, and flavor assignment is remembered per
+  // workload shape while the tree's usage stays the same; the decisions and
+  // reasons are those of deciding everything from scratch.
   std::vector<Admission> Schedule();
+  // Test hook: with `false`, every pass decides every tree from scratch and
+  // nothing is remembered (the reference the incremental passes must match).
+  void SetIncrementalForTesting(bool incremental) { incremental_ = incremental; }
 
   // Workloads Schedule() decided to preempt since the last call. They keep
   // their quota until Remove() is called for them (once they have stopped);
@@ -122,8 +131,9 @@ class AdmissionEngine {
   struct QueueState {
     const ClusterQueue* spec = nullptr;
     QuotaTree::NodeId node = 0;
+    QuotaTree::NodeId root = 0;  // of its cohort tree
     std::string inactive_reason;  // "" when active
-    std::vector<std::string> pending;  // workload ids, in queue order
+    PendingQueue pending;
   };
   struct Choice {
     QuotaTree::Fit fit = QuotaTree::Fit::kNoFit;
@@ -135,18 +145,41 @@ class AdmissionEngine {
   // flavorFungibility. With `simulate_preemption` (nomination), a flavor
   // that needs preemption but where no victims exist does not stop the
   // search under whenCanPreempt: MayStopSearch (Kueue's preemption oracle).
+  //
+  // Remembered per workload shape (ClusterQueue, requests, count, node
+  // selector, tolerations) while the queue's cohort tree's usage stays the
+  // same (QuotaTree::Version), unless it looked for victims: a queue of
+  // workloads that do not fit is then not re-evaluated one by one.
   Choice AssignFlavors(const QueueState& q, const Workload& w, bool simulate_preemption = false) const;
+  // AssignFlavors without the memo; `consulted_victims` is set when the
+  // answer depended on a victim search.
+  Choice ComputeFlavors(const QueueState& q, const Workload& w, bool simulate_preemption,
+                        bool* consulted_victims) const;
   // Among queue heads, the next to go under fair sharing: a tournament
   // from each root Cohort down, where each child is scored by its state
   // after admitting its candidate: not borrowing from that Cohort first
   // (judged at each level), then the lowest share, higher priority, older.
   // Returns an index into `heads`.
+  //
+  // Each head's scores are kept between picks of a cycle: admitting or
+  // reserving for one head changes usage only on its own path, so only the
+  // heads whose paths share a Cohort below the root with it are scored
+  // again (InvalidateScores).
+  struct Score {
+    bool borrows;
+    double share;
+  };
   struct Head {
     const QueueState* queue;
     const Workload* workload;
     const Admission* admission;
+    bool scored = false;
+    std::map<QuotaTree::NodeId, Score> scores;  // per node on its path below the root
   };
-  size_t TournamentWinner(const std::vector<Head>& heads);
+  size_t TournamentWinner(std::vector<Head>& heads);
+  // Usage changed in ClusterQueue `changed`: forgets the scores that
+  // depended on it.
+  void InvalidateScores(std::vector<Head>& heads, QuotaTree::NodeId changed) const;
   // Admission fair sharing: whether `q` orders by LocalQueue usage; the
   // decay step α; the usage sampled every interval (caught up to now_ms_);
   // and an admission's entry penalty.
@@ -215,7 +248,18 @@ class AdmissionEngine {
   bool FlavorMatches(const ResourceFlavor& flavor, const Workload& w, std::string* why) const;
   // The workload's LocalQueue, or nullptr when it does not exist.
   const LocalQueue* LocalQueueOf(const Workload& w) const;
+  // Queues `w` in `q` in queue order; re-keys an admission-fair-sharing
+  // queue by its LocalQueues' scores now.
+  void Enqueue(QueueState& q, const Workload& w);
   void SortQueue(QueueState& q);
+  // Incremental passes: a cohort tree (with its ClusterQueues) is decided
+  // again only when something it depends on changed since the last pass —
+  // its queues' workloads, holds, backoffs, usage, evictions, the
+  // configuration — or the last pass changed it (admitted, reserved or
+  // evicted in it). Trees share no quota, so an untouched tree's decisions
+  // and reasons from the last pass still hold.
+  void Touch(const std::string& cluster_queue);
+  void TouchWorkload(const std::string& workload_id);
 
   KueueConfig config_;
   QuotaTree tree_;
@@ -238,7 +282,7 @@ class AdmissionEngine {
   std::set<std::string> pass_admitted_;
   std::set<std::string> pass_victims_;
   std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> pass_reserved_;
-  std::map<std::string, PendingInfo> pending_info_;
+  std::unordered_map<std::string, PendingInfo> pending_info_;
   std::map<QuotaTree::NodeId, double> weights_;  // fair-sharing weight per node (default 1)
   struct LocalQueueUsage {
     double consumed = 0;  // decayed, resource-weighted usage
@@ -247,6 +291,17 @@ class AdmissionEngine {
   std::map<std::pair<std::string, std::string>, LocalQueueUsage> local_queue_usage_;  // (workspace, name)
   int64_t last_usage_sample_ms_ = -1;
   std::map<std::string, QuotaTree::NodeId> cohort_nodes_;
+  struct CachedChoice {
+    uint64_t tree_version;
+    Choice choice;
+  };
+  std::set<QuotaTree::NodeId> dirty_roots_;  // trees to decide in the next pass
+  bool all_dirty_ = true;                     // every tree (after Configure)
+  bool incremental_ = true;
+  bool has_hold_and_drain_ = false;           // some ClusterQueue or LocalQueue drains
+  bool has_stopped_local_queue_ = false;      // some LocalQueue's stopPolicy is not None
+  std::optional<int64_t> last_pass_now_;      // now_ms_ in the last pass (backoff messages)
+  mutable std::unordered_map<std::string, CachedChoice> choice_cache_;  // by workload shape; cleared by Configure
 };
 
 }  // namespace tau::sched

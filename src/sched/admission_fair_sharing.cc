@@ -28,33 +28,26 @@ std::optional<QuotaTree::NodeId> AdmissionEngine::CohortNode(const std::string& 
   return it->second;
 }
 
-size_t AdmissionEngine::TournamentWinner(const std::vector<Head>& heads) {
+size_t AdmissionEngine::TournamentWinner(std::vector<Head>& heads) {
   std::unordered_map<QuotaTree::NodeId, size_t> head_of;  // ClusterQueue node -> its head
   for (size_t i = 0; i < heads.size(); ++i) head_of[heads[i].queue->node] = i;
   // Per head, and per node on its path below the root: whether that node
   // borrows from its parent, and its share, once the head is admitted.
-  struct Score {
-    bool borrows;
-    double share;
-  };
   // Roots do not share quota: the first head's root decides first, and
   // only the heads under it are scored.
-  auto root_of = [&](QuotaTree::NodeId n) {
-    while (auto parent = tree_.Parent(n)) n = *parent;
-    return n;
-  };
-  const QuotaTree::NodeId root = root_of(heads.front().queue->node);
-  std::vector<std::map<QuotaTree::NodeId, Score>> scores(heads.size());
-  for (size_t i = 0; i < heads.size(); ++i) {
-    if (root_of(heads[i].queue->node) != root) continue;
-    const FlavorResourceAmounts& usage = heads[i].admission->usage;
-    tree_.AddUsage(heads[i].queue->node, usage);
-    for (QuotaTree::NodeId n = heads[i].queue->node; tree_.Parent(n); n = *tree_.Parent(n)) {
+  const QuotaTree::NodeId root = heads.front().queue->root;
+  for (Head& h : heads) {
+    if (h.queue->root != root || h.scored) continue;
+    const FlavorResourceAmounts& usage = h.admission->usage;
+    tree_.AddUsage(h.queue->node, usage);
+    h.scores.clear();
+    for (QuotaTree::NodeId n = h.queue->node; tree_.Parent(n); n = *tree_.Parent(n)) {
       bool borrows = false;
       for (const auto& [fr, used] : tree_.UsageOf(n)) borrows = borrows || used > tree_.SubtreeQuota(n, fr);
-      scores[i][n] = {borrows, WeightedShareOf(n)};
+      h.scores[n] = {borrows, WeightedShareOf(n)};
     }
-    tree_.RemoveUsage(heads[i].queue->node, usage);
+    tree_.RemoveUsage(h.queue->node, usage);
+    h.scored = true;
   }
   // The head that wins the subtree of `node`, if any.
   std::function<std::optional<size_t>(QuotaTree::NodeId)> winner = [&](QuotaTree::NodeId node) -> std::optional<size_t> {
@@ -69,7 +62,7 @@ size_t AdmissionEngine::TournamentWinner(const std::vector<Head>& heads) {
       auto e = winner(child);
       if (!e) continue;
       const Head& h = heads[*e];
-      const Score& score = scores[*e].at(child);
+      const Score& score = h.scores.at(child);
       auto key = std::make_tuple(score.borrows, score.share, -h.workload->priority, h.workload->seq);
       if (!best || key < best_key) {
         best = e;
@@ -80,6 +73,21 @@ size_t AdmissionEngine::TournamentWinner(const std::vector<Head>& heads) {
   };
   if (auto e = winner(root)) return *e;
   return 0;
+}
+
+void AdmissionEngine::InvalidateScores(std::vector<Head>& heads, QuotaTree::NodeId changed) const {
+  // The nodes whose usage changed: `changed` and its Cohorts.
+  std::vector<QuotaTree::NodeId> path;
+  for (std::optional<QuotaTree::NodeId> n = changed; n; n = tree_.Parent(*n)) path.push_back(*n);
+  for (Head& h : heads) {
+    if (!h.scored) continue;
+    for (QuotaTree::NodeId n : path) {
+      if (h.scores.count(n)) {
+        h.scored = false;
+        break;
+      }
+    }
+  }
 }
 
 // ---- admission fair sharing (kueue-semantics §1.8) -------------------------

@@ -7,22 +7,26 @@ namespace tau::sched {
 
 QuotaTree::NodeId QuotaTree::AddCohort(const std::string& name) {
   nodes_.push_back(Node{name, true, std::nullopt, {}, {}, {}});
+  node_version_.push_back(++clock_);
   return static_cast<NodeId>(nodes_.size() - 1);
 }
 
 QuotaTree::NodeId QuotaTree::AddClusterQueue(const std::string& name) {
   nodes_.push_back(Node{name, false, std::nullopt, {}, {}, {}});
+  node_version_.push_back(++clock_);
   return static_cast<NodeId>(nodes_.size() - 1);
 }
 
 void QuotaTree::SetParent(NodeId child, NodeId parent) {
   quotas_dirty_ = true;
+  for (uint64_t& v : node_version_) v = ++clock_;
   node(child).parent = parent;
   node(parent).children.push_back(child);
 }
 
 void QuotaTree::SetQuota(NodeId id, const FlavorResource& fr, const Quota& quota) {
   quotas_dirty_ = true;
+  for (uint64_t& v : node_version_) v = ++clock_;
   node(id).quotas[fr] = quota;
 }
 
@@ -98,11 +102,18 @@ void QuotaTree::ChangeUsage(NodeId id, const FlavorResource& fr, int64_t delta) 
 }
 
 void QuotaTree::AddUsage(NodeId cq, const FlavorResourceAmounts& amounts) {
+  if (!amounts.empty()) node_version_[static_cast<size_t>(Root(cq))] = ++clock_;
   for (const auto& [fr, v] : amounts) ChangeUsage(cq, fr, v);
 }
 
 void QuotaTree::RemoveUsage(NodeId cq, const FlavorResourceAmounts& amounts) {
+  if (!amounts.empty()) node_version_[static_cast<size_t>(Root(cq))] = ++clock_;
   for (const auto& [fr, v] : amounts) ChangeUsage(cq, fr, -v);
+}
+
+QuotaTree::NodeId QuotaTree::Root(NodeId id) const {
+  while (auto parent = node(id).parent) id = *parent;
+  return id;
 }
 
 int64_t QuotaTree::Available(NodeId id, const FlavorResource& fr) const {

@@ -51,6 +51,15 @@ class QuotaTree {
 
   void AddUsage(NodeId cluster_queue, const FlavorResourceAmounts& amounts);
   void RemoveUsage(NodeId cluster_queue, const FlavorResourceAmounts& amounts);
+  // The root of `node`'s cohort tree (the node itself without a parent).
+  NodeId Root(NodeId node) const;
+  // A number that changes whenever usage changes anywhere in `node`'s
+  // cohort tree (AddUsage or RemoveUsage with a non-empty amount, even one
+  // undone later) or the configuration does, and never comes back: fit
+  // checks against that tree give the same answers while it stays the
+  // same. Trees do not share quota, so a usage change in one leaves the
+  // others' versions alone.
+  uint64_t Version(NodeId node) const { return node_version_[static_cast<size_t>(Root(node))]; }
 
   int64_t SubtreeQuota(NodeId node, const FlavorResource& fr) const;
   int64_t LocalQuota(NodeId node, const FlavorResource& fr) const;
@@ -105,6 +114,8 @@ class QuotaTree {
   void ChangeUsage(NodeId id, const FlavorResource& fr, int64_t delta);
 
   std::vector<Node> nodes_;
+  std::vector<uint64_t> node_version_;  // per node; only a root's is read
+  uint64_t clock_ = 0;                   // the last version handed out
   mutable bool quotas_dirty_ = true;
   mutable std::vector<std::map<FlavorResource, int64_t>> subtree_;  // per node
   mutable std::vector<std::map<FlavorResource, int64_t>> local_;    // per node
