@@ -464,7 +464,8 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   };
   // One cycle as Kueue's: each queue's head is nominated against the quota
   // as the cycle starts (its flavors and, when it needs preemption, its
-  // victims among the workloads admitted before the pass), then the heads
+  // victims among the workloads admitted before the cycle; a choice naming
+  // one this pass admitted waits for the next pass), then the heads
   // go in order, each re-checked against what the ones before it took: a
   // head that fits is admitted, a preemptor reserves its quota (so heads
   // after it that no longer fit wait) and evicts its victims.
@@ -551,7 +552,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     }
     if (candidates.empty()) break;
     for (Candidate& c : candidates) {
-      if (c.choice.fit == Fit::kNeedsPreemption) c.targets = FindVictims(*c.queue, *c.workload, c.choice.admission.usage);
+      if (c.choice.fit == Fit::kNeedsPreemption) c.targets = FindVictimsForPass(*c.queue, *c.workload, c.choice.admission.usage);
     }
     if (FairSharing()) {
       // Tournament order, run again for each pick: shares change with every

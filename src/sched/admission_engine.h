@@ -219,8 +219,15 @@ class AdmissionEngine {
   // The fewest admitted workloads whose eviction lets `w` fit with `usage`
   // (its flavors' amounts), chosen and
   // minimized as Kueue's classical preemption does (admission_preemption.cc);
-  // may name workloads already being evicted. Empty when no allowed set does.
+  // may name workloads already being evicted, and workloads this pass
+  // admitted (Kueue's next cycle would take them). Empty when no allowed
+  // set does.
   std::vector<Eviction> FindVictims(const QueueState& q, const Workload& w, const FlavorResourceAmounts& usage);
+  // FindVictims' choice when this pass may carry it out: empty when it
+  // names a workload the pass admitted (the pass never evicts those; the
+  // preemptor is nominated again next pass).
+  std::vector<Eviction> FindVictimsForPass(const QueueState& q, const Workload& w,
+                                           const FlavorResourceAmounts& usage);
   std::vector<Eviction> FindVictimsAmongOthers(const QueueState& q, const Workload& w,
                                                const FlavorResourceAmounts& usage);
   // The (flavor, resource) pairs of `usage` that do not fit `q` now.

@@ -54,6 +54,21 @@ std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Wo
   return victims;
 }
 
+std::vector<Eviction> AdmissionEngine::FindVictimsForPass(const QueueState& q, const Workload& w,
+                                                          const FlavorResourceAmounts& usage) {
+  std::vector<Eviction> victims = FindVictims(q, w, usage);
+  // Kueue's cycle chooses among everything admitted before it, so the
+  // workloads admitted by this pass's earlier cycles are candidates like
+  // any other (left out, they would keep their ClusterQueue over its
+  // quota and let larger workloads there be taken instead). The pass never
+  // evicts what it admitted: when Kueue's choice includes one, the workload
+  // waits for the next pass, where the same choice is an ordinary one.
+  for (const Eviction& v : victims) {
+    if (pass_admitted_.count(v.victim_id)) return {};
+  }
+  return victims;
+}
+
 std::vector<Eviction> AdmissionEngine::FindVictimsAmongOthers(const QueueState& q, const Workload& w,
                                                               const FlavorResourceAmounts& usage) {
   const Preemption& p = q.spec->preemption;
@@ -73,7 +88,7 @@ std::vector<Eviction> AdmissionEngine::FindVictimsAmongOthers(const QueueState& 
   // reclaimWithinCohort; classical preemption collects its own below.
   std::vector<VictimCandidate> candidates;
   for (const auto& [id, a] : admitted_) {
-    if (pass_admitted_.count(id) || pass_victims_.count(id)) continue;
+    if (pass_victims_.count(id)) continue;
     bool uses = false;
     for (const auto& [fr, amount] : a.usage) uses = uses || (amount > 0 && need.count(fr));
     if (!uses) continue;
@@ -156,7 +171,7 @@ std::vector<AdmissionEngine::VictimCandidate> AdmissionEngine::ClassicalCandidat
   };
   auto candidate = [&](const std::string& id, QuotaTree::NodeId node, QuotaTree::NodeId common,
                        bool advantage) -> std::optional<VictimCandidate> {
-    if (pass_admitted_.count(id) || pass_victims_.count(id)) return std::nullopt;
+    if (pass_victims_.count(id)) return std::nullopt;
     const Admission& a = admitted_.at(id);
     bool uses = false;
     for (const auto& [fr, amount] : a.usage) uses = uses || (amount > 0 && need.count(fr));

@@ -301,5 +301,48 @@ TEST(HierarchicalPreemptionTest, WithoutTheAdvantagePriorityDecides) {
   EXPECT_TRUE(e.TakeEvictions().empty());
 }
 
+// Kueue decides each cycle on the workloads admitted before it, including
+// those of the cycle just before; a pass runs many cycles. A workload the
+// pass admitted is never its victim, but it still counts as a candidate
+// when the victims are chosen: left out, it would keep its ClusterQueue
+// over its nominal quota, and a larger workload there would be taken
+// instead of the ones Kueue takes.
+TEST(VictimOrderTest, AWorkloadAdmittedInThePassStaysACandidateAndItsPreemptorWaitsForTheNextPass) {
+  auto config = [] {
+    KueueConfig c = CpuQueues({{"a", 20, "all"}, {"d", 20, "all"}, {"p", 20, "all"}});
+    for (auto& cq : c.cluster_queues) {
+      cq.preemption.within_cluster_queue = "LowerPriority";
+      cq.preemption.reclaim_within_cohort = "Any";
+    }
+    return c;
+  };
+  AdmissionEngine e;
+  e.Configure(config());
+  // a borrows 5 of the cohort's 60 CPUs.
+  ASSERT_TRUE(e.Submit(W("a-large", 20, "qa", 200)).ok());
+  ASSERT_TRUE(e.Submit(W("a-medium", 5, "qa", 100)).ok());
+  ASSERT_EQ(Ids(e.Schedule()), (std::vector<std::string>{"a-large", "a-medium"}));
+  // First cycle: d-large and p-large both fit within their nominal quota;
+  // d-large is older and goes first, p-large no longer fits, and a-small
+  // (borrowing) takes one of the 15 CPUs left.
+  ASSERT_TRUE(e.Submit(W("d-large", 20, "qd", 200)).ok());
+  ASSERT_TRUE(e.Submit(W("p-large", 20, "qp", 200)).ok());
+  ASSERT_TRUE(e.Submit(W("a-small", 1, "qa", 50)).ok());
+  EXPECT_EQ(Ids(e.Schedule()), (std::vector<std::string>{"d-large", "a-small"}));
+  // In Kueue's next cycle p-large would reclaim a-small and a-medium, a's
+  // lowest-priority and most recent workloads (a back at its nominal 20).
+  // The pass does not evict what it admitted, and does not evict a-large
+  // instead: p-large waits for the next pass.
+  EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{});
+  EXPECT_TRUE(e.Schedule().empty());
+  std::vector<Eviction> evictions = e.TakeEvictions();
+  EXPECT_THAT(Victims(evictions), ::testing::UnorderedElementsAre("a-small", "a-medium"));
+  for (const Eviction& v : evictions) {
+    EXPECT_EQ(v.preemptor_id, "p-large");
+    EXPECT_EQ(v.reason, "InCohortReclamation");
+  }
+  EXPECT_EQ(e.Why("p-large")->reason, "WaitingForPreemptedWorkloads");
+}
+
 }  // namespace
 }  // namespace tau::sched
