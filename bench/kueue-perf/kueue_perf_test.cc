@@ -153,6 +153,24 @@ TEST(ReplayTest, ALenderReclaimsItsQuotaFromABorrower) {
   EXPECT_EQ(r->makespan_ms, 1125);
 }
 
+// One cohort of Kueue's scaled baseline: as in Kueue's runs, no large
+// workload is evicted, and with no eviction delay at all the decisions of
+// each instant settle (reclaimed large workloads no longer reclaim from one
+// queue after another).
+TEST(ReplayTest, TheScaledBaselineEvictsNoLargeWorkloadAndSettlesWithoutAnEvictionDelay) {
+  auto c = LoadGeneratorConfig(std::string(TAU_SOURCE_DIR) + "/bench/kueue-perf/baseline-tenth.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->cohorts.size(), 1u);
+  c->cohorts[0].count = 1;
+  for (int64_t delay : {0, 10}) {
+    SCOPED_TRACE("eviction delay " + std::to_string(delay) + " ms");
+    auto r = Replay(*c, ReplayOptions{.eviction_delay_ms = delay});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->finished, 300);
+    EXPECT_EQ(r->workload_classes.at("large").evictions, 0);
+  }
+}
+
 TEST(ReplayTest, ANegativeEvictionDelayIsAnError) {
   auto r = Replay(Parse("cohorts:\n- className: c\n  count: 1\n"), ReplayOptions{.eviction_delay_ms = -1});
   ASSERT_FALSE(r.ok());

@@ -9,9 +9,10 @@
 // config causes under Kueue's rules, not the speed of a control plane.
 // Only an eviction takes time (ReplayOptions): in Kueue the victim holds its
 // quota until the runner has acknowledged the eviction through the API
-// server, and its preemptor waits meanwhile. Without that delay preemptions
-// that undo each other (a reclaimed borrower reclaiming in turn) would repeat
-// forever at one instant.
+// server, and its preemptor waits meanwhile. With no delay, preemptions
+// that undo each other (a reclaimed borrower reclaiming in turn) would
+// repeat at one instant; the replay fails when a moment's decisions do not
+// settle.
 
 #include <cstdint>
 #include <map>
