@@ -236,6 +236,42 @@ TEST(FlavorAssignmentTest, MayStopSearchMovesOnWhenAFlavorHasNoVictims) {
   EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{"first"});
 }
 
+// Under MayStopSearch, whether a flavor has victims is judged as Kueue's
+// cycle judges it: a workload admitted by an earlier cycle of the pass
+// counts, so the search stops at that flavor (and the preemptor waits for
+// the next pass to evict it) rather than going on to the next flavor.
+TEST(FlavorAssignmentTest, MayStopSearchCountsAWorkloadTheSamePassAdmittedAsAVictim) {
+  KueueConfig c;
+  c.resource_flavors = {{"f1", {}, {}, {}}, {"f2", {}, {}, {}}};
+  ClusterQueue a = testing::MakeCpuQueue("a", Q("cpu", 4), "all");
+  a.resource_groups = {{{"cpu"}, {{"f1", {Q("cpu", 4)}}, {"f2", {Q("cpu", 2)}}}}};
+  a.preemption.within_cluster_queue = "LowerPriority";
+  a.preemption.reclaim_within_cohort = "Any";
+  a.flavor_fungibility.when_can_preempt = "MayStopSearch";
+  ClusterQueue b = testing::MakeCpuQueue("b", Q("cpu", 0), "all");
+  b.resource_groups = {{{"cpu"}, {{"f1", {Q("cpu", 0)}}}}};
+  c.cluster_queues = {a, b};
+  c.local_queues = {{"default", "qa", "a", "None"}, {"default", "qb", "b", "None"}};
+  AdmissionEngine e;
+  e.Configure(c);
+  // First cycle: a1 takes half of a's f1, low (b) borrows the other half.
+  // Second cycle: high finds f1 full; low is its victim there.
+  ASSERT_TRUE(e.Submit(W("a1", 2, "qa", 20)).ok());
+  ASSERT_TRUE(e.Submit(W("high", 2, "qa", 10)).ok());
+  ASSERT_TRUE(e.Submit(W("low", 2, "qb", 0)).ok());
+  EXPECT_EQ(Ids(e.Schedule()), (std::vector<std::string>{"a1", "low"}));
+  EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{});
+  EXPECT_FALSE(e.IsAdmitted("high")) << "the search stopped at f1 instead of going on to f2";
+  EXPECT_TRUE(e.Schedule().empty());
+  std::vector<Eviction> evictions = e.TakeEvictions();
+  ASSERT_EQ(Victims(evictions), std::vector<std::string>{"low"});
+  EXPECT_EQ(evictions[0].preemptor_id, "high");
+  e.Remove("low");
+  auto admitted = e.Schedule();
+  ASSERT_EQ(Ids(admitted), std::vector<std::string>{"high"});
+  EXPECT_EQ(admitted[0].flavors.at("cpu"), "f1");
+}
+
 TEST(VictimOrderTest, TheMostRecentlyAdmittedGoesFirstWhateverItsSubmission) {
   KueueConfig c = CpuQueues({{"a", 2, ""}});
   c.cluster_queues[0].preemption.within_cluster_queue = "LowerPriority";
