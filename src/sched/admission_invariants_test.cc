@@ -112,8 +112,8 @@ TEST(AdmissionInvariantsTest, NoQuotaIsExceededOverRandomEventSequences) {
         ++admissions;
       }
       for (const Eviction& v : e.TakeEvictions()) {
-        // As in Kueue: victims are chosen among the workloads admitted
-        // before the pass, never one it admits, and never twice.
+        // Victims are workloads admitted before the pass: a choice that
+        // names one the pass admitted waits for the next pass. Never twice.
         ASSERT_FALSE(this_pass.count(v.victim_id))
             << "seed " << seed << ", step " << step << ": " << v.victim_id << " admitted and evicted in one pass";
         ASSERT_TRUE(before.count(v.victim_id)) << "seed " << seed << ": evicting a workload not admitted";
