@@ -444,6 +444,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   pass_admitted_.clear();
   pass_victims_.clear();
   pass_reserved_.clear();
+  needs_another_pass_ = false;
   std::unordered_set<std::string> parked;  // workloads that cannot go this pass
   std::set<std::string> blocked_queues; // StrictFIFO queues whose head cannot go
   // Per queue, where the scan for its next candidate starts: everything

@@ -89,6 +89,12 @@ class AdmissionEngine {
   // workload shape while the tree's usage stays the same; the decisions and
   // reasons are those of deciding everything from scratch.
   std::vector<Admission> Schedule();
+  // Whether the last Schedule() left a preemptor waiting only because its
+  // victims include a workload that same pass admitted (a pass never evicts
+  // what it admitted). The caller runs another pass soon (on its next loop
+  // turn), where that choice is an ordinary one, instead of waiting for an
+  // unrelated event.
+  bool NeedsAnotherPass() const { return needs_another_pass_; }
   // Test hook: with `false`, every pass decides every tree from scratch and
   // nothing is remembered (the reference the incremental passes must match).
   void SetIncrementalForTesting(bool incremental) { incremental_ = incremental; }
@@ -287,6 +293,7 @@ class AdmissionEngine {
   // for later preemptors and victim searches of the pass, never for an
   // admission) and the quota reserved for those preemptors.
   std::set<std::string> pass_admitted_;
+  bool needs_another_pass_ = false;  // see NeedsAnotherPass()
   std::set<std::string> pass_victims_;
   std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> pass_reserved_;
   std::unordered_map<std::string, PendingInfo> pending_info_;

@@ -64,7 +64,10 @@ std::vector<Eviction> AdmissionEngine::FindVictimsForPass(const QueueState& q, c
   // evicts what it admitted: when Kueue's choice includes one, the workload
   // waits for the next pass, where the same choice is an ordinary one.
   for (const Eviction& v : victims) {
-    if (pass_admitted_.count(v.victim_id)) return {};
+    if (pass_admitted_.count(v.victim_id)) {
+      needs_another_pass_ = true;
+      return {};
+    }
   }
   return victims;
 }

@@ -370,7 +370,9 @@ TEST(VictimOrderTest, AWorkloadAdmittedInThePassStaysACandidateAndItsPreemptorWa
   // The pass does not evict what it admitted, and does not evict a-large
   // instead: p-large waits for the next pass.
   EXPECT_EQ(Victims(e.TakeEvictions()), std::vector<std::string>{});
+  EXPECT_TRUE(e.NeedsAnotherPass()) << "the caller must run the pass p-large waits for";
   EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_FALSE(e.NeedsAnotherPass());
   std::vector<Eviction> evictions = e.TakeEvictions();
   EXPECT_THAT(Victims(evictions), ::testing::UnorderedElementsAre("a-small", "a-medium"));
   for (const Eviction& v : evictions) {

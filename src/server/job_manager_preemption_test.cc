@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "server/job_manager_test_fixture.h"
 
 namespace tau::server {
@@ -110,6 +112,61 @@ TEST_F(JobManagerTest, AStoredConfigurationThatIsNowRefusedStillLoads) {
       {});
   ASSERT_FALSE(applied.ok());
   EXPECT_THAT(applied.status().message(), ::testing::HasSubstr("ClusterQueue \"other\": preemption.borrowWithinCohort"));
+}
+
+// Kueue's next cycle, on the daemon's next loop turn: a preemptor whose
+// victims include a workload the same pass admitted waits for one more
+// pass, and the daemon runs that pass at once rather than at some later,
+// unrelated event (the engine's own rule is in src/sched/preemption_test.cc).
+TEST_F(PreemptionPassTest, APreemptorWaitingOnAWorkloadThePassAdmittedIsDecidedOnTheNextLoopTurn) {
+  tweak_ = [this](JobManagerOptions& o) {
+    o.capacity.cpus_milli = 60000;
+    o.capacity.memory_bytes = int64_t{64} << 30;
+    sched::KueueConfig k = DefaultKueueConfig(o.capacity);
+    sched::ClusterQueue base = k.cluster_queues.at(0);
+    base.cohort_name = "all";
+    base.preemption.within_cluster_queue = "LowerPriority";
+    base.preemption.reclaim_within_cohort = "Any";
+    for (auto& r : base.resource_groups.at(0).flavors.at(0).resources) {
+      if (r.name == "cpu") r.nominal_quota = Quantity::FromUnits(20);
+      if (r.name == "memory") r.nominal_quota = Quantity::FromUnits(int64_t{16} << 30);
+    }
+    k.cluster_queues.clear();
+    k.local_queues.clear();
+    for (const char* name : {"a", "d", "p"}) {
+      sched::ClusterQueue cq = base;
+      cq.name = name;
+      k.cluster_queues.push_back(cq);
+      k.local_queues.push_back({"default", std::string("q") + name, name, "None"});
+    }
+    k.priority_classes = {{"p200", 200, ""}, {"p100", 100, ""}, {"p50", 50, ""}};
+    o.kueue = k;
+    o.defer = [this](std::function<void()> f) { deferred_.push_back(std::move(f)); };
+  };
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  auto submit = [&](const std::string& name, const std::string& queue, const std::string& priority, int cpus) {
+    return (*jobs->Submit(Request(fmt::format("name: {}\nqueue: {}\npriority: {}\nrun: {{entrypoint: ./run.sh}}\n"
+                                              "compute: {{cpus: {}, memory: 1Gi}}\n",
+                                              name, queue, priority, cpus))))
+        ->job.id;
+  };
+  // a borrows 5 of the cohort's 60 CPUs.
+  submit("a-large", "qa", "p200", 20);
+  submit("a-medium", "qa", "p100", 5);
+  RunDeferred();
+  ASSERT_EQ(runner.starts.size(), 2u);
+  // One pass: d-large goes first, p-large no longer fits, a-small borrows
+  // one more CPU. p-large's reclaim takes a-small (admitted in that pass)
+  // and a-medium, so it waits for the next pass, which the daemon runs on
+  // its own.
+  submit("d-large", "qd", "p200", 20);
+  const std::string p_large = submit("p-large", "qp", "p200", 20);
+  submit("a-small", "qa", "p50", 1);
+  RunDeferred();
+  EXPECT_EQ(runner.starts.size(), 4u) << "d-large and a-small started";
+  EXPECT_EQ(runner.stopped.size(), 2u) << "a-small and a-medium are being preempted without another event";
+  EXPECT_EQ(View(p_large)->job.reason, "WaitingForPreemptedWorkloads");
 }
 
 }  // namespace

@@ -353,7 +353,10 @@ void JobManager::SetWaitingReason(Job& job, const std::string& reason, const std
 
 void JobManager::ScheduleAdmission() {
   if (!options_.defer) {
+    // No loop to come back on: the pass a deferred preemptor waits for runs
+    // now (bounded; the engine's next pass makes that choice an ordinary one).
     RunAdmission();
+    for (int again = 0; again < 4 && engine_.NeedsAnotherPass(); ++again) RunAdmission();
     Publish();
     return;
   }
@@ -363,6 +366,9 @@ void JobManager::ScheduleAdmission() {
     admission_scheduled_ = false;
     RunAdmission();
     Publish();
+    // A preemptor waits on a workload this pass admitted: decide it on the
+    // next loop turn rather than at some unrelated later event.
+    if (engine_.NeedsAnotherPass()) ScheduleAdmission();
   });
 }
 
