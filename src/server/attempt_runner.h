@@ -64,6 +64,11 @@ class AttemptRunner {
   // Pid of the live shim holding an attempt's lock, if any.
   virtual std::optional<int64_t> LockHolder(const std::string& lock_path) = 0;
   virtual Result<exec::ExitStatus> ReadStatus(const std::string& status_path) = 0;
+  // Whether the shim whose lock is `lock_path` recorded there that it wrote
+  // the rank's status, once nothing of its job was left. The lock file is
+  // in the daemon's state folder; the status, in the job's, may be the
+  // job's own.
+  virtual bool StatusWrittenByShim(const std::string& lock_path) = 0;
   // Kills what is left of a rank whose shim is gone without a status (its
   // session, processes carrying its environment, its cgroup) and waits a
   // little for them to be gone; the caller repeats it while `alive` > 0.
@@ -85,6 +90,7 @@ class LocalAttemptRunner final : public AttemptRunner {
   Result<exec::ExitStatus> ReadStatus(const std::string& path) override {
     return exec::ReadExitStatus(path);
   }
+  bool StatusWrittenByShim(const std::string& lock_path) override;
   RankRemains Sweep(const RankSweep& sweep) override;
 
  private:

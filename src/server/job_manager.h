@@ -344,6 +344,10 @@ class JobManager {
       // Its shim is gone and what is at its status file is not a status
       // (a fifo, a link, not JSON): why. Its job may have run.
       std::string unreadable_status;
+      // Its shim is gone and left a status it did not record writing (the
+      // job may have written it): it counts only if nothing of the rank
+      // was left running.
+      std::optional<exec::ExitStatus> unvouched_status;
     };
     std::vector<Rank> ranks;
     // The first rank that failed; the others are being stopped.
@@ -460,6 +464,12 @@ class JobManager {
   // after noting in the rank why it cannot be read (then the rank is lost,
   // and its job may have run).
   Result<exec::ExitStatus> ReadRankStatus(Job& job, int rank);
+  // A rank whose shim is gone left `status`. The rank ends with it when
+  // the shim recorded in its lock file that it wrote it; otherwise (the
+  // job may have written it, to be retried while it runs on) what is left
+  // of the rank is killed first, as for a lost shim, and the status counts
+  // only if nothing was (a shim of an earlier version writes no record).
+  void RankStatusFound(Job& job, int rank, const exec::ExitStatus& status);
   // Where rank `rank` of attempt `n` has its shim's lock: the state folder,
   // or the job's folder for a shim an earlier version started.
   std::string LockPathOf(const std::string& id, int64_t n, int rank) const;

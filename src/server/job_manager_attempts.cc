@@ -367,7 +367,8 @@ void JobManager::OnShimExit(uint64_t token) {
   if (it == jobs_by_token_.end()) return;
   auto [job, rank] = it->second;
   auto status = ReadRankStatus(*job, rank);
-  if (!status.ok() && status.error().code() == StatusCode::kNotFound) ShimLost(*job, rank);
+  if (status.ok()) RankStatusFound(*job, rank, *status);
+  else if (status.error().code() == StatusCode::kNotFound) ShimLost(*job, rank);
   else RankEnded(*job, rank, status);
   RunAdmission();
   Publish();

@@ -58,6 +58,17 @@ Result<exec::ExitStatus> JobManager::ReadRankStatus(Job& job, int rank) {
   return NotFoundError(status.error().message());
 }
 
+void JobManager::RankStatusFound(Job& job, int rank, const exec::ExitStatus& status) {
+  // The record is only ever in the state folder: a lock an earlier version
+  // left in the job's folder could say anything.
+  if (runner_->StatusWrittenByShim(home_.attempt_lock(job.rec.id, job.rec.attempt, rank).string())) {
+    RankEnded(job, rank, Result<exec::ExitStatus>(status));
+    return;
+  }
+  job.ranks[static_cast<size_t>(rank)].unvouched_status = status;
+  ShimLost(job, rank);
+}
+
 RankSweep JobManager::SweepOf(const Job& job, int rank) const {
   const int64_t n = job.rec.attempt;
   RankSweep sweep;
@@ -108,6 +119,12 @@ void JobManager::ShimLost(Job& job, int rank) {
     return;
   }
   r.draining = false;
+  if (r.unvouched_status && !r.killed_leftovers) {
+    // Nothing of the rank ran on: the status may well be its shim's (one
+    // of an earlier version, or one killed between writing it and saying so).
+    RankEnded(job, rank, Result<exec::ExitStatus>(*r.unvouched_status));
+    return;
+  }
   std::string message;
   if (remains.rebooted) {
     message = "the attempt's supervisor (tau-shim) ended without recording an exit status: the machine restarted";

@@ -398,5 +398,83 @@ TEST(LocalAttemptRunnerSweep, TheShimsRecordOfTheStartCountsWhenTheReservationIs
   fs::remove_all(dir);
 }
 
+// The status file lies in the job's folder: a job can write one of its own
+// there ("exit 1", which retry.on retries) and kill its shim, and run on.
+TEST_F(LostTest, AStatusItsShimDidNotRecordWritingIsNotBelievedWhileTheJobRanOn) {
+  FakeRunner runner;  // no cgroup
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 2, on: [\"exit:1\"]}\n")))->job.id;
+  exec::ExitStatus forged;
+  forged.exit_code = 1;
+  runner.statuses[StatusPath(id, 1)] = forged;
+  runner.unrecorded_status.insert(LockPath(id, 1));
+  runner.killed[StatusPath(id, 1)] = 2;
+  ShimGone(*jobs, runner);
+  ASSERT_EQ(runner.sweeps.size(), 1u) << "what is left of the attempt is killed before its status is believed";
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kFailed);
+  EXPECT_EQ(v->job.reason, "Unknown");
+  EXPECT_THAT(v->job.message, HasSubstr("the processes it left running were killed"));
+  EXPECT_TRUE(HasEvent(id, "ShimLost", "2 processes of the job still ran"));
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u) << "retried beside the attempt that wrote its own status";
+}
+
+TEST_F(LostTest, AStatusItsShimDidNotRecordWritingCountsWhenNothingOfTheJobRanOn) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  exec::ExitStatus status;
+  status.exit_code = 4;
+  runner.statuses[StatusPath(id, 1)] = status;
+  // A shim of an earlier version, or one killed between its status and its record.
+  runner.unrecorded_status.insert(LockPath(id, 1));
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(runner.sweeps.size(), 1u);
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kFailed);
+  EXPECT_EQ(v->job.reason, "ExitCode");
+  EXPECT_EQ(v->job.exit_code, 4);
+}
+
+TEST_F(LostTest, AStatusItsShimRecordedWritingIsTakenWithoutASweep) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  exec::ExitStatus status;
+  status.exit_code = 0;
+  runner.statuses[StatusPath(id, 1)] = status;
+  ShimGone(*jobs, runner);
+  EXPECT_TRUE(runner.sweeps.empty());
+  EXPECT_EQ(View(id)->job.state, JobState::kSucceeded);
+}
+
+TEST_F(LostTest, ARestartedDaemonDoesNotBelieveAStatusItsShimDidNotRecordWhileTheJobRunsOn) {
+  std::string id;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 2, on: [\"exit:1\"]}\n")))->job.id;
+  }
+  // The job wrote a status of its own and killed its shim; the daemon died too.
+  FakeRunner runner;
+  exec::ExitStatus forged;
+  forged.exit_code = 1;
+  runner.statuses[StatusPath(id, 1)] = forged;
+  runner.unrecorded_status.insert(LockPath(id, 1));
+  runner.leftovers[StatusPath(id, 1)] = 1;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning) << "its process still runs";
+  runner.leftovers[StatusPath(id, 1)] = 0;
+  jobs->SweepLostRanks();
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.reason, "Unknown");
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_TRUE(runner.starts.empty());
+}
+
 }  // namespace
 }  // namespace tau::server

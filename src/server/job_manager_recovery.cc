@@ -187,7 +187,7 @@ Status JobManager::Recover() {
     // The last one finishes the attempt.
     for (int r = 0; r < workers && r < static_cast<int>(job.ranks.size()); ++r) {
       if (alive[static_cast<size_t>(r)].pid > 0) continue;
-      if (ended[static_cast<size_t>(r)]) RankEnded(job, r, *ended[static_cast<size_t>(r)]);
+      if (ended[static_cast<size_t>(r)]) RankStatusFound(job, r, **ended[static_cast<size_t>(r)]);
       else ShimLost(job, r);
     }
   }
