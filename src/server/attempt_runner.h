@@ -59,6 +59,9 @@ class AttemptRunner {
   virtual Result<exec::ShimProcess> Start(const AttemptStart& start) = 0;
   // Asks the attempt to stop; it gets its grace period, then SIGKILL.
   virtual Status Stop(const exec::ShimProcess& shim) = 0;
+  // Kills a shim that did not stop its attempt when asked; its exit is
+  // then reported like any other.
+  virtual Status Kill(const exec::ShimProcess& shim) = 0;
   // Reports `token` through the exit callback once `pid` is gone.
   virtual Status Watch(uint64_t token, int64_t pid) = 0;
   // Pid of the live shim holding an attempt's lock, if any.
@@ -83,6 +86,7 @@ class LocalAttemptRunner final : public AttemptRunner {
 
   Result<exec::ShimProcess> Start(const AttemptStart& start) override;
   Status Stop(const exec::ShimProcess& shim) override { return exec::TerminateShim(shim); }
+  Status Kill(const exec::ShimProcess& shim) override { return exec::KillShim(shim); }
   Status Watch(uint64_t token, int64_t pid) override { return watcher_.Watch(token, pid); }
   std::optional<int64_t> LockHolder(const std::string& lock_path) override {
     return exec::AttemptLockHolder(lock_path);

@@ -356,6 +356,9 @@ class JobManager {
     // A rank's shim is gone with no status and nothing of it left running:
     // how the attempt ended is unknown (reason Unknown, not an interruption).
     bool end_unknown = false;
+    // A shim still there past limits.max_runtime and its grace period was
+    // killed: the attempt ended at its deadline.
+    bool deadline_backstop = false;
     std::vector<int> gpu_indexes;
     // TAU_RESUME_FROM of the current attempt ("" for none).
     std::string resumed_from;
@@ -485,6 +488,14 @@ class JobManager {
   // Where the processes of rank `rank` of the current attempt are found.
   RankSweep SweepOf(const Job& job, int rank) const;
   void ArmSweepTimer();
+  // A shim that should have ended its job `after` from now (it was asked
+  // to stop, or reaches limits.max_runtime, and its grace period is over)
+  // and is still there then, with a margin (its own job stopped it with
+  // SIGSTOP, say), is killed: its rank ends as a lost shim's, once its
+  // processes are swept. `deadline`: the attempt then ended at its deadline.
+  void ArmShimBackstop(Job& job, std::chrono::milliseconds after, bool deadline);
+  // How long a shim gives its job between SIGTERM and SIGKILL.
+  static std::chrono::milliseconds ShimGrace(const Job& job);
   bool sweep_timer_armed_ = false;
   // Watches a started or adopted rank.
   void WatchRank(Job& job, int rank, exec::ShimProcess shim);

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "server/job_manager.h"
+#include "server/local_ray.h"
 
 namespace tau::server {
 namespace fs = std::filesystem;
@@ -20,6 +21,10 @@ using store::JobState;
 namespace {
 
 constexpr auto kSweepInterval = std::chrono::milliseconds(200);
+
+// How long after its grace period a shim that has not ended its job is
+// killed: it needs a moment to kill what is left and write the status.
+constexpr auto kBackstopMargin = std::chrono::seconds(10);
 
 constexpr const char* kLeftoversKilled =
     "the attempt's supervisor (tau-shim) ended without recording an exit status; the processes it left running "
@@ -198,6 +203,36 @@ void JobManager::ArmSweepTimer() {
   options_.after(kSweepInterval, [this] {
     sweep_timer_armed_ = false;
     SweepLostRanks();
+  });
+}
+
+std::chrono::milliseconds JobManager::ShimGrace(const Job& job) {
+  int64_t ms = job.spec.checkpoint.grace_period.count();
+  if (job.spec.run.workload_kind == spec::WorkloadKind::kRayJob) ms += kLocalRayStopMs;
+  return std::chrono::milliseconds(ms);
+}
+
+void JobManager::ArmShimBackstop(Job& job, std::chrono::milliseconds after, bool deadline) {
+  if (!options_.after) return;
+  std::vector<uint64_t> tokens;  // a token is never reused: a rank that ended has none
+  for (const Job::Rank& r : job.ranks) {
+    if (r.token && !r.done) tokens.push_back(r.token);
+  }
+  if (tokens.empty()) return;
+  options_.after(after + kBackstopMargin, [this, tokens, deadline] {
+    for (uint64_t token : tokens) {
+      auto it = jobs_by_token_.find(token);
+      if (it == jobs_by_token_.end()) continue;
+      auto [job, rank] = it->second;
+      Job::Rank& r = job->ranks[static_cast<size_t>(rank)];
+      if (r.done || !r.shim) continue;
+      log::Warn("jobs", "a tau-shim did not end its job when it should have (stopped by its job?); killing it",
+                {{"job", job->rec.id}, {"rank", std::to_string(rank)}, {"pid", std::to_string(r.shim->pid)}});
+      if (deadline) job->deadline_backstop = true;
+      if (Status st = runner_->Kill(*r.shim); !st.ok()) {
+        log::Error("jobs", "cannot kill a tau-shim", {{"job", job->rec.id}, {"error", st.ToString()}});
+      }
+    }
   });
 }
 

@@ -476,5 +476,83 @@ TEST_F(LostTest, ARestartedDaemonDoesNotBelieveAStatusItsShimDidNotRecordWhileTh
   EXPECT_TRUE(runner.starts.empty());
 }
 
+// A job can stop its own shim (SIGSTOP): then nothing enforces a cancel's
+// grace period or limits.max_runtime, and the job would hold its
+// resources for ever.
+class ShimBackstopTest : public LostTest {
+ protected:
+  void SetUp() override {
+    LostTest::SetUp();
+    tweak_ = [this](JobManagerOptions& o) {
+      o.after = [this](std::chrono::milliseconds delay, std::function<void()> f) {
+        timers_.push_back({delay, std::move(f)});
+      };
+    };
+  }
+  // Runs the timers armed for `delay`; returns how many.
+  int Fire(std::chrono::milliseconds delay) {
+    int fired = 0;
+    auto timers = std::move(timers_);
+    timers_.clear();
+    for (auto& [d, f] : timers) {
+      if (d == delay) {
+        f();
+        ++fired;
+      } else {
+        timers_.push_back({d, std::move(f)});
+      }
+    }
+    return fired;
+  }
+  std::vector<std::pair<std::chrono::milliseconds, std::function<void()>>> timers_;
+};
+
+TEST_F(ShimBackstopTest, AShimThatDoesNotEndItsCancelledJobIsKilledAfterTheGracePeriod) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) + "checkpoint: {grace_period: 2s}\n")))->job.id;
+  const int64_t shim = runner.next_pid - 1;
+  ASSERT_TRUE(jobs->Cancel(id).ok());
+  ASSERT_EQ(runner.stopped, std::vector<int64_t>{shim});
+  EXPECT_TRUE(runner.killed_shims.empty());
+  ASSERT_EQ(Fire(std::chrono::seconds(12)), 1) << "the grace period and a margin";
+  EXPECT_EQ(runner.killed_shims, std::vector<int64_t>{shim});
+  // The killed shim left the job running: swept, then the job ends.
+  runner.killed[StatusPath(id, 1)] = 1;
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(View(id)->job.state, JobState::kCancelled);
+}
+
+TEST_F(ShimBackstopTest, AShimThatEndedItsJobInTimeIsNotKilled) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) + "checkpoint: {grace_period: 2s}\n")))->job.id;
+  ASSERT_TRUE(jobs->Cancel(id).ok());
+  exec::ExitStatus terminated;
+  terminated.signal = 15;
+  terminated.terminated_by = "signal";
+  runner.statuses[StatusPath(id, 1)] = terminated;
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(View(id)->job.state, JobState::kCancelled);
+  EXPECT_EQ(Fire(std::chrono::seconds(12)), 1);
+  EXPECT_TRUE(runner.killed_shims.empty());
+}
+
+TEST_F(ShimBackstopTest, AShimStillThereAfterMaxRuntimeAndItsGracePeriodIsKilledAndTheJobEndsAtItsDeadline) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) +
+                                          "checkpoint: {grace_period: 2s}\nlimits: {max_runtime: 1m}\n")))->job.id;
+  const int64_t shim = runner.next_pid - 1;
+  ASSERT_EQ(Fire(std::chrono::seconds(72)), 1) << "max_runtime, the grace period and a margin";
+  EXPECT_EQ(runner.killed_shims, std::vector<int64_t>{shim});
+  runner.killed[StatusPath(id, 1)] = 1;
+  ShimGone(*jobs, runner);
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kFailed);
+  EXPECT_EQ(v->job.reason, "DeadlineExceeded");
+  EXPECT_THAT(v->job.message, HasSubstr("its tau-shim did not stop it, and was killed"));
+}
+
 }  // namespace
 }  // namespace tau::server

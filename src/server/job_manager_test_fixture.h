@@ -34,6 +34,10 @@ class FakeRunner final : public AttemptRunner {
     stopped.push_back(shim.pid);
     return Status::Ok();
   }
+  Status Kill(const exec::ShimProcess& shim) override {
+    killed_shims.push_back(shim.pid);
+    return Status::Ok();
+  }
   Status Watch(uint64_t token, int64_t pid) override {
     watched[token] = pid;
     return Status::Ok();
@@ -70,6 +74,7 @@ class FakeRunner final : public AttemptRunner {
 
   std::vector<AttemptStart> starts;
   std::vector<int64_t> stopped;
+  std::vector<int64_t> killed_shims;
   std::map<uint64_t, int64_t> watched;
   std::map<std::string, int64_t> lock_holders;
   std::map<std::string, exec::ExitStatus> statuses;
