@@ -345,8 +345,8 @@ class JobManager {
       // (a fifo, a link, not JSON): why. Its job may have run.
       std::string unreadable_status;
       // Its shim is gone and left a status it did not record writing (the
-      // job may have written it): it counts only if nothing of the rank
-      // was left running.
+      // job may have written it): the status is not taken, and the rank
+      // ends Lost or Unknown.
       std::optional<exec::ExitStatus> unvouched_status;
     };
     std::vector<Rank> ranks;
@@ -468,10 +468,10 @@ class JobManager {
   // and its job may have run).
   Result<exec::ExitStatus> ReadRankStatus(Job& job, int rank);
   // A rank whose shim is gone left `status`. The rank ends with it when
-  // the shim recorded in its lock file that it wrote it; otherwise (the
-  // job may have written it, to be retried while it runs on) what is left
-  // of the rank is killed first, as for a lost shim, and the status counts
-  // only if nothing was (a shim of an earlier version writes no record).
+  // the shim recorded in its lock file that it wrote it; otherwise the job
+  // may have written it (to be retried while a copy of it runs on), so the
+  // rank is a lost shim's: what is left of it is killed, and it ends Lost
+  // or Unknown whatever the status says.
   void RankStatusFound(Job& job, int rank, const exec::ExitStatus& status);
   // Where rank `rank` of attempt `n` has its shim's lock: the state folder,
   // or the job's folder for a shim an earlier version started.

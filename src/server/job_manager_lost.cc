@@ -42,6 +42,13 @@ std::string LostWhileRunningPrefix(int64_t attempt, int rank) {
   return fmt::format("attempt {}: rank {}'s tau-shim ended", attempt, rank);
 }
 
+// What a status says, in words ("exit code 1").
+std::string DescribeStatus(const exec::ExitStatus& s) {
+  if (s.exit_code) return fmt::format("exit code {}", *s.exit_code);
+  if (s.signal) return fmt::format("signal {}", *s.signal);
+  return "no exit code or signal";
+}
+
 }  // namespace
 
 std::string JobManager::LockPathOf(const std::string& id, int64_t n, int rank) const {
@@ -124,12 +131,6 @@ void JobManager::ShimLost(Job& job, int rank) {
     return;
   }
   r.draining = false;
-  if (r.unvouched_status && !r.killed_leftovers) {
-    // Nothing of the rank ran on: the status may well be its shim's (one
-    // of an earlier version, or one killed between writing it and saying so).
-    RankEnded(job, rank, Result<exec::ExitStatus>(*r.unvouched_status));
-    return;
-  }
   std::string message;
   if (remains.rebooted) {
     message = "the attempt's supervisor (tau-shim) ended without recording an exit status: the machine restarted";
@@ -141,6 +142,16 @@ void JobManager::ShimLost(Job& job, int rank) {
     job.end_unknown = true;
     message = std::string(kLeftoversKilled) + ", but no cgroup held the attempt, so one that left the job's " +
               kUnseen;
+  } else if (r.unvouched_status) {
+    // Nothing of the rank ran on, but one that left the job's session and
+    // cleared its environment would not have been found (the job that wrote
+    // the status may have left one), so the status is not taken.
+    job.end_unknown = true;
+    message = fmt::format(
+        "the attempt's supervisor (tau-shim) ended without recording that it wrote the exit status in the job's "
+        "folder ({}), which the job may have written itself; nothing of the job is left running, but how it ended "
+        "is unknown",
+        DescribeStatus(*r.unvouched_status));
   } else if (!r.unreadable_status.empty()) {
     job.end_unknown = true;
     message = fmt::format(

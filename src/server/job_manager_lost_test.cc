@@ -421,21 +421,25 @@ TEST_F(LostTest, AStatusItsShimDidNotRecordWritingIsNotBelievedWhileTheJobRanOn)
   EXPECT_EQ(runner.starts.size(), 1u) << "retried beside the attempt that wrote its own status";
 }
 
-TEST_F(LostTest, AStatusItsShimDidNotRecordWritingCountsWhenNothingOfTheJobRanOn) {
-  FakeRunner runner;
+TEST_F(LostTest, AStatusItsShimDidNotRecordWritingIsAnUnknownEndEvenWhenNothingOfTheJobRanOn) {
+  FakeRunner runner;  // no cgroup: a copy of the job that hid would not be found
   auto jobs = Manager(&runner);
-  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
-  exec::ExitStatus status;
-  status.exit_code = 4;
-  runner.statuses[StatusPath(id, 1)] = status;
-  // A shim of an earlier version, or one killed between its status and its record.
+  std::string id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 2, on: [\"exit:1\"]}\n")))->job.id;
+  exec::ExitStatus forged;
+  forged.exit_code = 1;
+  runner.statuses[StatusPath(id, 1)] = forged;
   runner.unrecorded_status.insert(LockPath(id, 1));
   ShimGone(*jobs, runner);
   EXPECT_EQ(runner.sweeps.size(), 1u);
   auto v = View(id);
   EXPECT_EQ(v->job.state, JobState::kFailed);
-  EXPECT_EQ(v->job.reason, "ExitCode");
-  EXPECT_EQ(v->job.exit_code, 4);
+  EXPECT_EQ(v->job.reason, "Unknown");
+  EXPECT_THAT(v->job.message, HasSubstr("without recording that it wrote the exit status in the job's folder (exit "
+                                        "code 1), which the job may have written itself"));
+  EXPECT_FALSE(v->job.exit_code.has_value());
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u);
 }
 
 TEST_F(LostTest, AStatusItsShimRecordedWritingIsTakenWithoutASweep) {
