@@ -135,9 +135,11 @@ std::optional<ShimRecord> ReadShimRecord(const std::string& lock_path) {
   std::ifstream in(lock_path);
   ShimRecord r;
   if (!(in >> r.pid) || r.pid <= 0) return std::nullopt;
-  std::string started;
-  in >> r.start_ticks >> r.boot_id >> started;
-  r.job_started = started == "started";
+  in >> r.start_ticks >> r.boot_id;
+  for (std::string mark; in >> mark;) {
+    if (mark == "started") r.job_started = true;
+    if (mark == "ended") r.status_written = true;
+  }
   return r;
 }
 

@@ -12,7 +12,8 @@
 namespace tau::exec {
 
 // The shim of one rank of an attempt as it recorded itself in the
-// attempt's lock file ("PID START_TICKS BOOT_ID [started]", docs/shim.md).
+// attempt's lock file ("PID START_TICKS BOOT_ID [started] [ended]",
+// docs/shim.md).
 // Its pid is also the session id of every process of the job that did not
 // start a session of its own.
 struct ShimRecord {
@@ -24,6 +25,10 @@ struct ShimRecord {
   // folder, so unlike the status reservation in the job's folder nothing
   // the job does there removes this.
   bool job_started = false;
+  // The shim wrote the exit status, once nothing of the job was left. A
+  // status file without this may be the job's own (it lies in the job's
+  // folder); a shim older than this record never writes it.
+  bool status_written = false;
 };
 
 // The record in `lock_path`, or nullopt when there is none (the shim never

@@ -159,6 +159,27 @@ TEST_F(LeftoversTest, AShimThatDidNotStartTheJobRecordsNoStart) {
   EXPECT_THAT(status->error, HasSubstr("cannot join cgroup"));
 }
 
+TEST_F(LeftoversTest, OnlyAShimThatWroteTheStatusRecordsThatItDid) {
+  ShimLaunch l = Launch({"/bin/sh", "-c", "exit 3"}, kAttemptEnv);
+  ASSERT_TRUE(RunToEnd(l));
+  auto record = ReadShimRecord(l.lock_path);
+  ASSERT_TRUE(record.has_value());
+  EXPECT_TRUE(record->job_started);
+  EXPECT_TRUE(record->status_written);
+  ASSERT_EQ(ReadExitStatus(l.status_path)->exit_code, 3);
+
+  // A job that writes a status of its own in its folder and kills its
+  // shim: the status is there, the shim's word for it is not.
+  ShimRecord killed = RunAndKillShim(
+      "printf '{\"version\":1,\"exit_code\":0,\"signal\":null}' > forged; mv forged status.json; "
+      "echo > ready; exec sleep 1000",
+      "ready");
+  EXPECT_EQ(ReadExitStatus(l.status_path)->exit_code, 0) << "the job's own status is in place";
+  EXPECT_TRUE(killed.job_started);
+  EXPECT_FALSE(killed.status_written);
+  EXPECT_FALSE(ReadShimRecord(l.lock_path)->status_written);
+}
+
 TEST_F(LeftoversTest, OnlyACgroupFindsAProcessThatLeftTheSessionAndClearedItsEnvironment) {
   // A double fork into a session of its own, with an empty environment.
   ShimRecord record = RunAndKillShim(

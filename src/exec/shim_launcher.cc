@@ -124,6 +124,15 @@ Status TerminateShim(const ShimProcess& shim) {
   if (::kill(static_cast<pid_t>(shim.pid), SIGTERM) != 0 && errno != ESRCH) {
     return ErrnoError(errno, fmt::format("signal shim {}", shim.pid));
   }
+  ::kill(static_cast<pid_t>(shim.pid), SIGCONT);
+  return Status::Ok();
+}
+
+Status KillShim(const ShimProcess& shim) {
+  if (shim.pid <= 0 || !ProcessIsAlive(shim.pid, shim.start_ticks)) return Status::Ok();
+  if (::kill(static_cast<pid_t>(shim.pid), SIGKILL) != 0 && errno != ESRCH) {
+    return ErrnoError(errno, fmt::format("kill shim {}", shim.pid));
+  }
   return Status::Ok();
 }
 

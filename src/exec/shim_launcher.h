@@ -50,6 +50,13 @@ std::optional<int64_t> AttemptLockHolder(const std::string& lock_path);
 // Asks a shim to stop its workload: SIGTERM, which the shim turns into
 // SIGTERM to the workload's process group and SIGKILL after the grace
 // period. A shim that is already gone is not an error.
+// A shim its own job stopped (SIGSTOP) is continued, so that it acts on
+// the signal.
 Status TerminateShim(const ShimProcess& shim);
+
+// SIGKILL to a shim that did not end its workload when asked (the caller
+// then kills what the shim left). A shim that is already gone is not an
+// error.
+Status KillShim(const ShimProcess& shim);
 
 }  // namespace tau::exec

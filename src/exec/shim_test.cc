@@ -178,6 +178,40 @@ TEST_F(ShimTest, StoppingAlsoAsksProcessesThatLeftTheGroup) {
   EXPECT_THAT(Log(), HasSubstr("daemon saved"));
 }
 
+TEST_F(ShimTest, TerminateContinuesAShimItsJobStopped) {
+  Exits exits;
+  // The job stops its own shim (the leader of its session).
+  ShimLaunch l = Launch({"/bin/sh", "-c", "kill -STOP $(ps -o sid= -p $$); echo ready; exec sleep 30"});
+  auto shim = LaunchShim(l);
+  ASSERT_TRUE(shim.ok());
+  ASSERT_TRUE(exits.watcher().Watch(1, shim->pid).ok());
+  while (Log().find("ready") == std::string::npos) ::usleep(10000);
+  ASSERT_TRUE(TerminateShim(*shim).ok());
+  ASSERT_TRUE(exits.WaitFor(1)) << "the stopped shim never acted on SIGTERM";
+  auto status = ReadExitStatus(l.status_path);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_EQ(status->terminated_by, "signal");
+}
+
+TEST_F(ShimTest, KillShimKillsAShimThatDoesNotStop) {
+  Exits exits;
+  ShimLaunch l = Launch({"/bin/sh", "-c", "echo $$ > main; echo ready; exec sleep 30"});
+  auto shim = LaunchShim(l);
+  ASSERT_TRUE(shim.ok());
+  ASSERT_TRUE(exits.watcher().Watch(1, shim->pid).ok());
+  while (Log().find("ready") == std::string::npos) ::usleep(10000);
+  pid_t main = 0;
+  std::ifstream(dir_ / "main") >> main;
+  ASSERT_GT(main, 0);
+  ASSERT_EQ(::kill(static_cast<pid_t>(shim->pid), SIGSTOP), 0);
+  ASSERT_TRUE(KillShim(*shim).ok());
+  ASSERT_TRUE(exits.WaitFor(1));
+  EXPECT_FALSE(ProcessIsAlive(shim->pid, shim->start_ticks));
+  EXPECT_TRUE(KillShim(*shim).ok()) << "a shim that is gone is not an error";
+  // Its job outlives it (no cgroup): what the daemon's sweep is for.
+  EXPECT_EQ(::kill(main, SIGKILL), 0);
+}
+
 TEST_F(ShimTest, TheLockTellsWhetherTheShimIsAlive) {
   Exits exits;
   ShimLaunch l = Launch({"/bin/sh", "-c", "echo ready; sleep 30"});

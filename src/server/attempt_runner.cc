@@ -28,6 +28,11 @@ Result<exec::ShimProcess> LocalAttemptRunner::Start(const AttemptStart& s) {
 
 namespace tau::server {
 
+bool LocalAttemptRunner::StatusWrittenByShim(const std::string& lock_path) {
+  std::optional<exec::ShimRecord> record = exec::ReadShimRecord(lock_path);
+  return record && record->status_written;
+}
+
 RankRemains LocalAttemptRunner::Sweep(const RankSweep& sweep) {
   exec::AttemptProcesses attempt;
   attempt.shim = exec::ReadShimRecord(sweep.lock_path);

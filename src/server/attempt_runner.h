@@ -59,11 +59,19 @@ class AttemptRunner {
   virtual Result<exec::ShimProcess> Start(const AttemptStart& start) = 0;
   // Asks the attempt to stop; it gets its grace period, then SIGKILL.
   virtual Status Stop(const exec::ShimProcess& shim) = 0;
+  // Kills a shim that did not stop its attempt when asked; its exit is
+  // then reported like any other.
+  virtual Status Kill(const exec::ShimProcess& shim) = 0;
   // Reports `token` through the exit callback once `pid` is gone.
   virtual Status Watch(uint64_t token, int64_t pid) = 0;
   // Pid of the live shim holding an attempt's lock, if any.
   virtual std::optional<int64_t> LockHolder(const std::string& lock_path) = 0;
   virtual Result<exec::ExitStatus> ReadStatus(const std::string& status_path) = 0;
+  // Whether the shim whose lock is `lock_path` recorded there that it wrote
+  // the rank's status, once nothing of its job was left. The lock file is
+  // in the daemon's state folder; the status, in the job's, may be the
+  // job's own.
+  virtual bool StatusWrittenByShim(const std::string& lock_path) = 0;
   // Kills what is left of a rank whose shim is gone without a status (its
   // session, processes carrying its environment, its cgroup) and waits a
   // little for them to be gone; the caller repeats it while `alive` > 0.
@@ -78,6 +86,7 @@ class LocalAttemptRunner final : public AttemptRunner {
 
   Result<exec::ShimProcess> Start(const AttemptStart& start) override;
   Status Stop(const exec::ShimProcess& shim) override { return exec::TerminateShim(shim); }
+  Status Kill(const exec::ShimProcess& shim) override { return exec::KillShim(shim); }
   Status Watch(uint64_t token, int64_t pid) override { return watcher_.Watch(token, pid); }
   std::optional<int64_t> LockHolder(const std::string& lock_path) override {
     return exec::AttemptLockHolder(lock_path);
@@ -85,6 +94,7 @@ class LocalAttemptRunner final : public AttemptRunner {
   Result<exec::ExitStatus> ReadStatus(const std::string& path) override {
     return exec::ReadExitStatus(path);
   }
+  bool StatusWrittenByShim(const std::string& lock_path) override;
   RankRemains Sweep(const RankSweep& sweep) override;
 
  private:

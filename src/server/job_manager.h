@@ -344,6 +344,10 @@ class JobManager {
       // Its shim is gone and what is at its status file is not a status
       // (a fifo, a link, not JSON): why. Its job may have run.
       std::string unreadable_status;
+      // Its shim is gone and left a status it did not record writing (the
+      // job may have written it): the status is not taken, and the rank
+      // ends Lost or Unknown.
+      std::optional<exec::ExitStatus> unvouched_status;
     };
     std::vector<Rank> ranks;
     // The first rank that failed; the others are being stopped.
@@ -352,6 +356,9 @@ class JobManager {
     // A rank's shim is gone with no status and nothing of it left running:
     // how the attempt ended is unknown (reason Unknown, not an interruption).
     bool end_unknown = false;
+    // A shim still there past limits.max_runtime and its grace period was
+    // killed: the attempt ended at its deadline.
+    bool deadline_backstop = false;
     std::vector<int> gpu_indexes;
     // TAU_RESUME_FROM of the current attempt ("" for none).
     std::string resumed_from;
@@ -460,6 +467,12 @@ class JobManager {
   // after noting in the rank why it cannot be read (then the rank is lost,
   // and its job may have run).
   Result<exec::ExitStatus> ReadRankStatus(Job& job, int rank);
+  // A rank whose shim is gone left `status`. The rank ends with it when
+  // the shim recorded in its lock file that it wrote it; otherwise the job
+  // may have written it (to be retried while a copy of it runs on), so the
+  // rank is a lost shim's: what is left of it is killed, and it ends Lost
+  // or Unknown whatever the status says.
+  void RankStatusFound(Job& job, int rank, const exec::ExitStatus& status);
   // Where rank `rank` of attempt `n` has its shim's lock: the state folder,
   // or the job's folder for a shim an earlier version started.
   std::string LockPathOf(const std::string& id, int64_t n, int rank) const;
@@ -475,6 +488,14 @@ class JobManager {
   // Where the processes of rank `rank` of the current attempt are found.
   RankSweep SweepOf(const Job& job, int rank) const;
   void ArmSweepTimer();
+  // A shim that should have ended its job `after` from now (it was asked
+  // to stop, or reaches limits.max_runtime, and its grace period is over)
+  // and is still there then, with a margin (its own job stopped it with
+  // SIGSTOP, say), is killed: its rank ends as a lost shim's, once its
+  // processes are swept. `deadline`: the attempt then ended at its deadline.
+  void ArmShimBackstop(Job& job, std::chrono::milliseconds after, bool deadline);
+  // How long a shim gives its job between SIGTERM and SIGKILL.
+  static std::chrono::milliseconds ShimGrace(const Job& job);
   bool sweep_timer_armed_ = false;
   // Watches a started or adopted rank.
   void WatchRank(Job& job, int rank, exec::ShimProcess shim);

@@ -288,6 +288,9 @@ void JobManager::StartAttempt(Job& job) {
   for (int r = 0; r < workers; ++r) {
     if (job.ranks[static_cast<size_t>(r)].shim) WatchRank(job, r, *job.ranks[static_cast<size_t>(r)].shim);
   }
+  if (job.spec.limits.max_runtime) {
+    ArmShimBackstop(job, std::chrono::milliseconds(job.spec.limits.max_runtime->count()) + ShimGrace(job), true);
+  }
   // A cancel that arrived while starting, or a rank that failed to start,
   // stops the rest now.
   if (job.rec.cancel_requested || job.first_failure) StopRanks(job);
@@ -307,6 +310,7 @@ void JobManager::StopRanks(Job& job) {
   for (const Job::Rank& r : job.ranks) {
     if (r.shim && !r.done) (void)runner_->Stop(*r.shim);
   }
+  ArmShimBackstop(job, ShimGrace(job), false);
 }
 
 std::string JobManager::CpuList(const Job::Rank& rank) const {
@@ -360,6 +364,7 @@ void JobManager::Release(Job& job) {
   job.first_failure.reset();
   job.oom_killed = false;
   job.end_unknown = false;
+  job.deadline_backstop = false;
 }
 
 void JobManager::OnShimExit(uint64_t token) {
@@ -367,7 +372,8 @@ void JobManager::OnShimExit(uint64_t token) {
   if (it == jobs_by_token_.end()) return;
   auto [job, rank] = it->second;
   auto status = ReadRankStatus(*job, rank);
-  if (!status.ok() && status.error().code() == StatusCode::kNotFound) ShimLost(*job, rank);
+  if (status.ok()) RankStatusFound(*job, rank, *status);
+  else if (status.error().code() == StatusCode::kNotFound) ShimLost(*job, rank);
   else RankEnded(*job, rank, status);
   RunAdmission();
   Publish();
@@ -423,6 +429,11 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
       // ShimLost's message says which of the two it is.
       reason = job.end_unknown ? "Unknown" : "Lost";
       message = status.error().message();
+      if (job.deadline_backstop) {
+        reason = "DeadlineExceeded";
+        message = fmt::format("stopped after limits.max_runtime ({}): its tau-shim did not stop it, and was killed ({})",
+                              FormatDuration(job.spec.limits.max_runtime.value_or(Duration(0))), message);
+      }
       if (job.rec.cancel_requested) {
         state = JobState::kCancelled;
         reason = "Cancelled";

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "server/job_manager.h"
+#include "server/local_ray.h"
 
 namespace tau::server {
 namespace fs = std::filesystem;
@@ -20,6 +21,10 @@ using store::JobState;
 namespace {
 
 constexpr auto kSweepInterval = std::chrono::milliseconds(200);
+
+// How long after its grace period a shim that has not ended its job is
+// killed: it needs a moment to kill what is left and write the status.
+constexpr auto kBackstopMargin = std::chrono::seconds(10);
 
 constexpr const char* kLeftoversKilled =
     "the attempt's supervisor (tau-shim) ended without recording an exit status; the processes it left running "
@@ -35,6 +40,13 @@ constexpr const char* kUnseen =
 // begins; RanksLostWhileRunning finds it by this after a restart.
 std::string LostWhileRunningPrefix(int64_t attempt, int rank) {
   return fmt::format("attempt {}: rank {}'s tau-shim ended", attempt, rank);
+}
+
+// What a status says, in words ("exit code 1").
+std::string DescribeStatus(const exec::ExitStatus& s) {
+  if (s.exit_code) return fmt::format("exit code {}", *s.exit_code);
+  if (s.signal) return fmt::format("signal {}", *s.signal);
+  return "no exit code or signal";
 }
 
 }  // namespace
@@ -56,6 +68,17 @@ Result<exec::ExitStatus> JobManager::ReadRankStatus(Job& job, int rank) {
   // JSON) is there: the job's doing, so the job ran.
   job.ranks[static_cast<size_t>(rank)].unreadable_status = status.error().message();
   return NotFoundError(status.error().message());
+}
+
+void JobManager::RankStatusFound(Job& job, int rank, const exec::ExitStatus& status) {
+  // The record is only ever in the state folder: a lock an earlier version
+  // left in the job's folder could say anything.
+  if (runner_->StatusWrittenByShim(home_.attempt_lock(job.rec.id, job.rec.attempt, rank).string())) {
+    RankEnded(job, rank, Result<exec::ExitStatus>(status));
+    return;
+  }
+  job.ranks[static_cast<size_t>(rank)].unvouched_status = status;
+  ShimLost(job, rank);
 }
 
 RankSweep JobManager::SweepOf(const Job& job, int rank) const {
@@ -119,6 +142,16 @@ void JobManager::ShimLost(Job& job, int rank) {
     job.end_unknown = true;
     message = std::string(kLeftoversKilled) + ", but no cgroup held the attempt, so one that left the job's " +
               kUnseen;
+  } else if (r.unvouched_status) {
+    // Nothing of the rank ran on, but one that left the job's session and
+    // cleared its environment would not have been found (the job that wrote
+    // the status may have left one), so the status is not taken.
+    job.end_unknown = true;
+    message = fmt::format(
+        "the attempt's supervisor (tau-shim) ended without recording that it wrote the exit status in the job's "
+        "folder ({}), which the job may have written itself; nothing of the job is left running, but how it ended "
+        "is unknown",
+        DescribeStatus(*r.unvouched_status));
   } else if (!r.unreadable_status.empty()) {
     job.end_unknown = true;
     message = fmt::format(
@@ -181,6 +214,36 @@ void JobManager::ArmSweepTimer() {
   options_.after(kSweepInterval, [this] {
     sweep_timer_armed_ = false;
     SweepLostRanks();
+  });
+}
+
+std::chrono::milliseconds JobManager::ShimGrace(const Job& job) {
+  int64_t ms = job.spec.checkpoint.grace_period.count();
+  if (job.spec.run.workload_kind == spec::WorkloadKind::kRayJob) ms += kLocalRayStopMs;
+  return std::chrono::milliseconds(ms);
+}
+
+void JobManager::ArmShimBackstop(Job& job, std::chrono::milliseconds after, bool deadline) {
+  if (!options_.after) return;
+  std::vector<uint64_t> tokens;  // a token is never reused: a rank that ended has none
+  for (const Job::Rank& r : job.ranks) {
+    if (r.token && !r.done) tokens.push_back(r.token);
+  }
+  if (tokens.empty()) return;
+  options_.after(after + kBackstopMargin, [this, tokens, deadline] {
+    for (uint64_t token : tokens) {
+      auto it = jobs_by_token_.find(token);
+      if (it == jobs_by_token_.end()) continue;
+      auto [job, rank] = it->second;
+      Job::Rank& r = job->ranks[static_cast<size_t>(rank)];
+      if (r.done || !r.shim) continue;
+      log::Warn("jobs", "a tau-shim did not end its job when it should have (stopped by its job?); killing it",
+                {{"job", job->rec.id}, {"rank", std::to_string(rank)}, {"pid", std::to_string(r.shim->pid)}});
+      if (deadline) job->deadline_backstop = true;
+      if (Status st = runner_->Kill(*r.shim); !st.ok()) {
+        log::Error("jobs", "cannot kill a tau-shim", {{"job", job->rec.id}, {"error", st.ToString()}});
+      }
+    }
   });
 }
 

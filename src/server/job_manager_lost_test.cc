@@ -398,5 +398,165 @@ TEST(LocalAttemptRunnerSweep, TheShimsRecordOfTheStartCountsWhenTheReservationIs
   fs::remove_all(dir);
 }
 
+// The status file lies in the job's folder: a job can write one of its own
+// there ("exit 1", which retry.on retries) and kill its shim, and run on.
+TEST_F(LostTest, AStatusItsShimDidNotRecordWritingIsNotBelievedWhileTheJobRanOn) {
+  FakeRunner runner;  // no cgroup
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 2, on: [\"exit:1\"]}\n")))->job.id;
+  exec::ExitStatus forged;
+  forged.exit_code = 1;
+  runner.statuses[StatusPath(id, 1)] = forged;
+  runner.unrecorded_status.insert(LockPath(id, 1));
+  runner.killed[StatusPath(id, 1)] = 2;
+  ShimGone(*jobs, runner);
+  ASSERT_EQ(runner.sweeps.size(), 1u) << "what is left of the attempt is killed before its status is believed";
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kFailed);
+  EXPECT_EQ(v->job.reason, "Unknown");
+  EXPECT_THAT(v->job.message, HasSubstr("the processes it left running were killed"));
+  EXPECT_TRUE(HasEvent(id, "ShimLost", "2 processes of the job still ran"));
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u) << "retried beside the attempt that wrote its own status";
+}
+
+TEST_F(LostTest, AStatusItsShimDidNotRecordWritingIsAnUnknownEndEvenWhenNothingOfTheJobRanOn) {
+  FakeRunner runner;  // no cgroup: a copy of the job that hid would not be found
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 2, on: [\"exit:1\"]}\n")))->job.id;
+  exec::ExitStatus forged;
+  forged.exit_code = 1;
+  runner.statuses[StatusPath(id, 1)] = forged;
+  runner.unrecorded_status.insert(LockPath(id, 1));
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(runner.sweeps.size(), 1u);
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kFailed);
+  EXPECT_EQ(v->job.reason, "Unknown");
+  EXPECT_THAT(v->job.message, HasSubstr("without recording that it wrote the exit status in the job's folder (exit "
+                                        "code 1), which the job may have written itself"));
+  EXPECT_FALSE(v->job.exit_code.has_value());
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u);
+}
+
+TEST_F(LostTest, AStatusItsShimRecordedWritingIsTakenWithoutASweep) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  exec::ExitStatus status;
+  status.exit_code = 0;
+  runner.statuses[StatusPath(id, 1)] = status;
+  ShimGone(*jobs, runner);
+  EXPECT_TRUE(runner.sweeps.empty());
+  EXPECT_EQ(View(id)->job.state, JobState::kSucceeded);
+}
+
+TEST_F(LostTest, ARestartedDaemonDoesNotBelieveAStatusItsShimDidNotRecordWhileTheJobRunsOn) {
+  std::string id;
+  {
+    FakeRunner first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 2, on: [\"exit:1\"]}\n")))->job.id;
+  }
+  // The job wrote a status of its own and killed its shim; the daemon died too.
+  FakeRunner runner;
+  exec::ExitStatus forged;
+  forged.exit_code = 1;
+  runner.statuses[StatusPath(id, 1)] = forged;
+  runner.unrecorded_status.insert(LockPath(id, 1));
+  runner.leftovers[StatusPath(id, 1)] = 1;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning) << "its process still runs";
+  runner.leftovers[StatusPath(id, 1)] = 0;
+  jobs->SweepLostRanks();
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.reason, "Unknown");
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_TRUE(runner.starts.empty());
+}
+
+// A job can stop its own shim (SIGSTOP): then nothing enforces a cancel's
+// grace period or limits.max_runtime, and the job would hold its
+// resources for ever.
+class ShimBackstopTest : public LostTest {
+ protected:
+  void SetUp() override {
+    LostTest::SetUp();
+    tweak_ = [this](JobManagerOptions& o) {
+      o.after = [this](std::chrono::milliseconds delay, std::function<void()> f) {
+        timers_.push_back({delay, std::move(f)});
+      };
+    };
+  }
+  // Runs the timers armed for `delay`; returns how many.
+  int Fire(std::chrono::milliseconds delay) {
+    int fired = 0;
+    auto timers = std::move(timers_);
+    timers_.clear();
+    for (auto& [d, f] : timers) {
+      if (d == delay) {
+        f();
+        ++fired;
+      } else {
+        timers_.push_back({d, std::move(f)});
+      }
+    }
+    return fired;
+  }
+  std::vector<std::pair<std::chrono::milliseconds, std::function<void()>>> timers_;
+};
+
+TEST_F(ShimBackstopTest, AShimThatDoesNotEndItsCancelledJobIsKilledAfterTheGracePeriod) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) + "checkpoint: {grace_period: 2s}\n")))->job.id;
+  const int64_t shim = runner.next_pid - 1;
+  ASSERT_TRUE(jobs->Cancel(id).ok());
+  ASSERT_EQ(runner.stopped, std::vector<int64_t>{shim});
+  EXPECT_TRUE(runner.killed_shims.empty());
+  ASSERT_EQ(Fire(std::chrono::seconds(12)), 1) << "the grace period and a margin";
+  EXPECT_EQ(runner.killed_shims, std::vector<int64_t>{shim});
+  // The killed shim left the job running: swept, then the job ends.
+  runner.killed[StatusPath(id, 1)] = 1;
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(View(id)->job.state, JobState::kCancelled);
+}
+
+TEST_F(ShimBackstopTest, AShimThatEndedItsJobInTimeIsNotKilled) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) + "checkpoint: {grace_period: 2s}\n")))->job.id;
+  ASSERT_TRUE(jobs->Cancel(id).ok());
+  exec::ExitStatus terminated;
+  terminated.signal = 15;
+  terminated.terminated_by = "signal";
+  runner.statuses[StatusPath(id, 1)] = terminated;
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(View(id)->job.state, JobState::kCancelled);
+  EXPECT_EQ(Fire(std::chrono::seconds(12)), 1);
+  EXPECT_TRUE(runner.killed_shims.empty());
+}
+
+TEST_F(ShimBackstopTest, AShimStillThereAfterMaxRuntimeAndItsGracePeriodIsKilledAndTheJobEndsAtItsDeadline) {
+  FakeRunner runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kJob) +
+                                          "checkpoint: {grace_period: 2s}\nlimits: {max_runtime: 1m}\n")))->job.id;
+  const int64_t shim = runner.next_pid - 1;
+  ASSERT_EQ(Fire(std::chrono::seconds(72)), 1) << "max_runtime, the grace period and a margin";
+  EXPECT_EQ(runner.killed_shims, std::vector<int64_t>{shim});
+  runner.killed[StatusPath(id, 1)] = 1;
+  ShimGone(*jobs, runner);
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kFailed);
+  EXPECT_EQ(v->job.reason, "DeadlineExceeded");
+  EXPECT_THAT(v->job.message, HasSubstr("its tau-shim did not stop it, and was killed"));
+}
+
 }  // namespace
 }  // namespace tau::server

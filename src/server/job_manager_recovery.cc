@@ -173,6 +173,10 @@ Status JobManager::Recover() {
     for (int r = 0; r < workers; ++r) {
       if (alive[static_cast<size_t>(r)].pid > 0) WatchRank(job, r, alive[static_cast<size_t>(r)]);
     }
+    if (job.spec.limits.max_runtime && current.started_at) {
+      const int64_t left = job.spec.limits.max_runtime->count() - (NowMs() - *current.started_at);
+      ArmShimBackstop(job, std::chrono::milliseconds(std::max<int64_t>(0, left)) + ShimGrace(job), true);
+    }
     // A shim recorded lost while its job still ran interrupted the attempt,
     // even if its processes were killed before this daemon could see them.
     TAU_ASSIGN_OR_RETURN(std::vector<int> lost_running, RanksLostWhileRunning(job));
@@ -187,7 +191,7 @@ Status JobManager::Recover() {
     // The last one finishes the attempt.
     for (int r = 0; r < workers && r < static_cast<int>(job.ranks.size()); ++r) {
       if (alive[static_cast<size_t>(r)].pid > 0) continue;
-      if (ended[static_cast<size_t>(r)]) RankEnded(job, r, *ended[static_cast<size_t>(r)]);
+      if (ended[static_cast<size_t>(r)]) RankStatusFound(job, r, **ended[static_cast<size_t>(r)]);
       else ShimLost(job, r);
     }
   }

@@ -34,6 +34,10 @@ class FakeRunner final : public AttemptRunner {
     stopped.push_back(shim.pid);
     return Status::Ok();
   }
+  Status Kill(const exec::ShimProcess& shim) override {
+    killed_shims.push_back(shim.pid);
+    return Status::Ok();
+  }
   Status Watch(uint64_t token, int64_t pid) override {
     watched[token] = pid;
     return Status::Ok();
@@ -49,6 +53,7 @@ class FakeRunner final : public AttemptRunner {
     if (it == statuses.end()) return NotFoundError("no status");
     return it->second;
   }
+  bool StatusWrittenByShim(const std::string& lock_path) override { return unrecorded_status.count(lock_path) == 0; }
   RankRemains Sweep(const RankSweep& sweep) override {
     sweeps.push_back(sweep);
     RankRemains r;
@@ -69,10 +74,14 @@ class FakeRunner final : public AttemptRunner {
 
   std::vector<AttemptStart> starts;
   std::vector<int64_t> stopped;
+  std::vector<int64_t> killed_shims;
   std::map<uint64_t, int64_t> watched;
   std::map<std::string, int64_t> lock_holders;
   std::map<std::string, exec::ExitStatus> statuses;
   std::map<std::string, Status> status_errors;  // what reading a status file that is not one says
+  // Lock paths whose shim did not record writing the status (by default
+  // every shim that left a status did).
+  std::set<std::string> unrecorded_status;
   bool fail_start = false;
   int64_t next_pid = 1000;
   // What Sweep finds of a rank whose shim is gone, by status path:

@@ -341,7 +341,7 @@ void KillLeftovers(pid_t group) {
 
 int main(int argc, char** argv) {
   Options opt = Parse(argc, argv);
-  std::string record;  // "PID START_TICKS BOOT_ID" as written to the lock file
+  std::string record;  // "PID START_TICKS BOOT_ID[ started]" as written to the lock file
   // Nothing of the parent's reaches the job: close every inherited
   // descriptor above stderr (the daemon's sockets, database, ...).
   // The lock descriptor stays open (and locked) until this process exits.
@@ -406,8 +406,12 @@ int main(int argc, char** argv) {
   // "The job was started", where the job cannot reach it (the lock file is
   // in taugridd's state folder, the reservation in the job's): written
   // before the fork, so a shim that dies at any point after leaves it.
-  if (error.empty() && opt.lock_fd >= 3 && !WriteRecord(opt.lock_fd, record + " started\n")) {
-    error = std::string("cannot record the job's start in the lock file: ") + strerror(errno);
+  if (error.empty() && opt.lock_fd >= 3) {
+    if (WriteRecord(opt.lock_fd, record + " started\n")) {
+      record += " started";
+    } else {
+      error = std::string("cannot record the job's start in the lock file: ") + strerror(errno);
+    }
   }
   const long long started_at = NowMs(CLOCK_REALTIME);
   const long long started_mono = NowMs(CLOCK_MONOTONIC);
@@ -562,5 +566,13 @@ int main(int argc, char** argv) {
     pause_ms = pause_ms * 2 > 5000 ? 5000 : pause_ms * 2;
   }
   if (reserved_fd >= 0) close(reserved_fd);
+  // "This status is mine", where the job cannot reach it: the status lies
+  // in the job's folder, and a job may write one of its own there and kill
+  // its shim. Written only now, once nothing of the job is left and its
+  // status is in place; a daemon that finds a status without it kills what
+  // is left of the attempt before believing the status (docs/shim.md).
+  if (opt.lock_fd >= 3 && !WriteRecord(opt.lock_fd, record + " ended\n")) {
+    fprintf(stderr, "tau-shim: cannot record the status in the lock file: %s\n", strerror(errno));
+  }
   return 0;
 }
