@@ -38,7 +38,7 @@
 #include "exec/process_info.h"
 #include "sched/admission_policy.h"
 #include "server/api_server.h"
-#include "server/attempt_runner.h"
+#include "server/execution/local_executor.h"
 #include "server/control_loop.h"
 #include "server/job_manager.h"
 #include "server/state_view.h"
@@ -425,11 +425,11 @@ int Main(int argc, char** argv) {
   // A short job's "Running" goes with its end; others' with a flush for all.
   options.deferred_write_delay = std::chrono::milliseconds(20);
   JobManager* jobs_ptr = nullptr;
-  LocalAttemptRunner runner(SelfDir() + "/tau-shim", [&loop, &jobs_ptr](uint64_t token) {
+  LocalExecutor executor(home, options.cgroups, SelfDir() + "/tau-shim", [&loop, &jobs_ptr](uint64_t token) {
     loop.Post([&jobs_ptr, token] { jobs_ptr->OnShimExit(token); });
   });
   sched::FifoPolicy policy;
-  JobManager jobs(home, store->get(), &runner, &policy, SystemClock::Get(), options, &publisher);
+  JobManager jobs(home, store->get(), &executor, &policy, SystemClock::Get(), options, &publisher);
   jobs_ptr = &jobs;
   // However main returns, the loops finish their tasks (which use `jobs`)
   // before `jobs` is destroyed: file work first, then the control loop.

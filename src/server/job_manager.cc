@@ -46,12 +46,12 @@ Result<spec::JobSpec> JobManager::DecodeSpec(const std::string& json) { return D
 
 sched::Resources JobManager::RequestOf(const spec::JobSpec& s) { return server::RequestOf(s); }
 
-JobManager::JobManager(TauHome home, store::JobStore* store, AttemptRunner* runner,
+JobManager::JobManager(TauHome home, store::JobStore* store, Executor* executor,
                        const sched::AdmissionPolicy* policy, const Clock* clock,
                        JobManagerOptions options, StatePublisher* publisher)
     : home_(std::move(home)),
       store_(store),
-      runner_(runner),
+      executor_(executor),
       policy_(policy),
       clock_(clock),
       options_(std::move(options)),

@@ -23,7 +23,7 @@
 #include "progress/progress.h"
 #include "sched/admission_engine.h"
 #include "sched/admission_policy.h"
-#include "server/attempt_runner.h"
+#include "server/execution/executor.h"
 #include "server/evidence_capsule.h"
 #include "server/job_history.h"
 #include "server/state_view.h"
@@ -169,7 +169,7 @@ sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity, const st
 // and a new StateView is published after it.
 class JobManager {
  public:
-  JobManager(TauHome home, store::JobStore* store, AttemptRunner* runner,
+  JobManager(TauHome home, store::JobStore* store, Executor* executor,
              const sched::AdmissionPolicy* policy, const Clock* clock, JobManagerOptions options,
              StatePublisher* publisher);
   ~JobManager();
@@ -334,7 +334,7 @@ class JobManager {
       std::string cgroup;  // leaf name when cgroups are used
       std::vector<int> pinned;  // indexes into cpu_ids, without cgroups
       int64_t load_per_cpu = 0;
-      std::optional<exec::ShimProcess> shim;
+      std::optional<RankHandle> handle;  // while it runs
       uint64_t token = 0;
       bool done = false;
       // Its shim is gone without a status and processes of it were found
@@ -473,9 +473,6 @@ class JobManager {
   // rank is a lost shim's: what is left of it is killed, and it ends Lost
   // or Unknown whatever the status says.
   void RankStatusFound(Job& job, int rank, const exec::ExitStatus& status);
-  // Where rank `rank` of attempt `n` has its shim's lock: the state folder,
-  // or the job's folder for a shim an earlier version started.
-  std::string LockPathOf(const std::string& id, int64_t n, int rank) const;
   // After a restart: the ranks of the current attempt whose shim an
   // earlier daemon recorded as lost while processes of the rank still ran
   // (its ShimLost event). Such an attempt was interrupted, however its
@@ -485,8 +482,8 @@ class JobManager {
   // any other rank's end (say the SIGTERM of a gang's teardown) is taken as
   // the attempt's failure.
   void MarkLostWhileRunning(Job& job, const std::vector<int>& ranks);
-  // Where the processes of rank `rank` of the current attempt are found.
-  RankSweep SweepOf(const Job& job, int rank) const;
+  // Rank `rank` of the job's current attempt.
+  static RankRef RefOf(const Job& job, int rank);
   void ArmSweepTimer();
   // A shim that should have ended its job `after` from now (it was asked
   // to stop, or reaches limits.max_runtime, and its grace period is over)
@@ -498,7 +495,7 @@ class JobManager {
   static std::chrono::milliseconds ShimGrace(const Job& job);
   bool sweep_timer_armed_ = false;
   // Watches a started or adopted rank.
-  void WatchRank(Job& job, int rank, exec::ShimProcess shim);
+  void WatchRank(Job& job, int rank, RankHandle handle);
   void StopRanks(Job& job);
   void Release(Job& job);
   // The CPUs the ranks are pinned to, as stored in the attempt record, and
@@ -617,7 +614,7 @@ class JobManager {
 
   TauHome home_;
   store::JobStore* store_;
-  AttemptRunner* runner_;
+  Executor* executor_;
   const sched::AdmissionPolicy* policy_;
   const Clock* clock_;
   JobManagerOptions options_;

@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/strings.h"
+#include "server/execution/local_rank_files.h"
 #include "server/job_manager.h"
 #include "server/local_ray.h"
 #include "server/pip_env.h"
@@ -64,6 +65,7 @@ AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt, int 
   const bool torchrun = spec.run.launcher == spec::Launcher::kTorchrun;
   const bool ray = spec.run.workload_kind == spec::WorkloadKind::kRayJob;
   AttemptStart s;
+  s.ref = {id, attempt, rank};
   PipSetup pip{(home_.attempt_dir(id, attempt) / "requirements.txt").string(), (home_.root() / "venvs").string(),
                SetupFailedMarker(id, attempt, rank), ""};
   if (ray) {
@@ -125,8 +127,6 @@ AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt, int 
   for (const auto& [k, v] : job.secret_env) s.env.push_back(k + "=" + v);
   s.cwd = home_.code_dir(id).string();
   s.log_path = home_.log_file(id, attempt, rank).string();
-  s.status_path = home_.status_file(id, attempt, rank).string();
-  s.lock_path = home_.attempt_lock(id, attempt, rank).string();
   s.grace_ms = spec.checkpoint.grace_period.count();
   if (spec.limits.max_runtime) s.deadline_ms = spec.limits.max_runtime->count();
   // Ray stops its job and then every node, which takes some seconds more.
@@ -223,9 +223,9 @@ void JobManager::StartAttempt(Job& job) {
   std::vector<int64_t> pids;
   for (int r = 0; r < workers; ++r) {
     AttemptStart start = BuildAttemptStart(job, number, r, port, ray_python);
-    Result<exec::ShimProcess> shim = InternalError("not started");
+    Result<RankHandle> shim = InternalError("not started");
     if (options_.cgroups) {
-      std::string name = fmt::format("{}-{}-{}", job.rec.id, number, r);
+      std::string name = CgroupLeafName(start.ref);
       job.ranks[static_cast<size_t>(r)].cgroup = name;
       auto leaf = options_.cgroups->CreateLeaf(name, {share.cpus_milli, share.memory_bytes, exec::CgroupLimits{}.pids});
       if (leaf.ok()) start.cgroup_dir = *leaf;
@@ -249,14 +249,14 @@ void JobManager::StartAttempt(Job& job) {
       // only by a cgroup).
       if (!ray) start.rlimit_data = share.memory_bytes;
     }
-    if (!options_.cgroups || !start.cgroup_dir.empty()) shim = runner_->Start(start);
+    if (!options_.cgroups || !start.cgroup_dir.empty()) shim = executor_->Start(start);
     if (!shim.ok()) {
       job.first_failure = Result<exec::ExitStatus>(shim.status());
       for (int rest = r; rest < workers; ++rest) job.ranks[static_cast<size_t>(rest)].done = true;
       break;
     }
-    job.ranks[static_cast<size_t>(r)].shim = *shim;
-    pids.push_back(shim->pid);
+    job.ranks[static_cast<size_t>(r)].handle = *shim;
+    pids.push_back(shim->id);
   }
   if (pids.empty()) {
     FinishAttempt(job, *job.first_failure);
@@ -264,8 +264,8 @@ void JobManager::StartAttempt(Job& job) {
   }
   attempt.state = AttemptState::kRunning;
   attempt.pinned_cpus = PinnedCpus(job);
-  attempt.shim_pid = job.ranks[0].shim->pid;
-  attempt.shim_start_ticks = job.ranks[0].shim->start_ticks;
+  attempt.shim_pid = job.ranks[0].handle->id;
+  attempt.shim_start_ticks = job.ranks[0].handle->since;
   attempt.started_at = NowMs();
   ObserveSeconds("taugrid_job_start_seconds", {}, *attempt.started_at - admitted_ms);
   job.rec.state = JobState::kRunning;
@@ -286,7 +286,7 @@ void JobManager::StartAttempt(Job& job) {
     if (!st.ok()) LogStoreFailure(job, st);
   }
   for (int r = 0; r < workers; ++r) {
-    if (job.ranks[static_cast<size_t>(r)].shim) WatchRank(job, r, *job.ranks[static_cast<size_t>(r)].shim);
+    if (job.ranks[static_cast<size_t>(r)].handle) WatchRank(job, r, *job.ranks[static_cast<size_t>(r)].handle);
   }
   if (job.spec.limits.max_runtime) {
     ArmShimBackstop(job, std::chrono::milliseconds(job.spec.limits.max_runtime->count()) + ShimGrace(job), true);
@@ -296,19 +296,19 @@ void JobManager::StartAttempt(Job& job) {
   if (job.rec.cancel_requested || job.first_failure) StopRanks(job);
 }
 
-void JobManager::WatchRank(Job& job, int rank, exec::ShimProcess shim) {
+void JobManager::WatchRank(Job& job, int rank, RankHandle handle) {
   Job::Rank& r = job.ranks[static_cast<size_t>(rank)];
-  r.shim = shim;
+  r.handle = handle;
   r.token = next_token_++;
   jobs_by_token_[r.token] = {&job, rank};
-  if (Status st = runner_->Watch(r.token, shim.pid); !st.ok()) {
+  if (Status st = executor_->Watch(r.token, handle); !st.ok()) {
     log::Error("jobs", "cannot watch the attempt's process", {{"job", job.rec.id}, {"error", st.ToString()}});
   }
 }
 
 void JobManager::StopRanks(Job& job) {
   for (const Job::Rank& r : job.ranks) {
-    if (r.shim && !r.done) (void)runner_->Stop(*r.shim);
+    if (r.handle && !r.done) (void)executor_->Stop(*r.handle);
   }
   ArmShimBackstop(job, ShimGrace(job), false);
 }

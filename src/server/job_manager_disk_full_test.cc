@@ -37,7 +37,7 @@ constexpr char kRetryJob[] =
     "retry:\n  max_restarts: 2\n  on: [\"exit:3\"]\n  backoff: 10s\n";
 
 TEST_F(DiskFullTest, ARequeueThatCannotBeCommittedIsTriedAgainLaterNotAtOnce) {
-  FakeRunner runner;
+  FakeExecutor runner;
   std::vector<std::chrono::milliseconds> armed;
   std::function<void()> timer;
   tweak_ = [&](JobManagerOptions& o) {
@@ -76,7 +76,7 @@ TEST_F(DiskFullTest, ARequeueThatCannotBeCommittedIsTriedAgainLaterNotAtOnce) {
 }
 
 TEST_F(DiskFullTest, ACancelThatCannotBeCommittedIsRefusedButTheJobIsStillSignalled) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string running = (*jobs->Submit(Request(kJob)))->job.id;
   ASSERT_EQ(View(running)->job.state, JobState::kRunning);
@@ -117,7 +117,7 @@ TEST_F(DiskFullTest, ADaemonStartingOnAFullDiskServesWhatItHasAndCatchesUpWhenSp
   std::string unstarted;
   std::string running;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     unstarted = (*jobs->Submit(Request(kJob)))->job.id;
     running = (*jobs->Submit(Request(kJob)))->job.id;
@@ -135,7 +135,7 @@ TEST_F(DiskFullTest, ADaemonStartingOnAFullDiskServesWhatItHasAndCatchesUpWhenSp
   }
   const size_t events_before = store_->LoadEvents("", 0, 1000)->size();
 
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.never_ran.insert(StatusPath(unstarted, 1));
   runner.lock_holders[LockPath(running, 1)] = 4242;
   std::vector<std::chrono::milliseconds> armed;

@@ -39,7 +39,7 @@ std::string OneCpu(const std::string& name) {
 }
 
 TEST_F(JobManagerTest, ALocalQueueOnHoldAdmitsNothingAndHoldAndDrainRequeuesWhatRuns) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->ApplyKueue(Queues("None"), {}).ok());
   const std::string a = (*jobs->Submit(Request(OneCpu("a"))))->job.id;
@@ -92,7 +92,7 @@ class EvictionBackoffTest : public JobManagerTest {
   }
   // Preempts `victim` (running as shim `pid`) with a new high-priority job
   // and lets it stop; returns the preemptor's id.
-  std::string PreemptWithHigh(JobManager& jobs, FakeRunner& runner, const std::string& victim, int attempt,
+  std::string PreemptWithHigh(JobManager& jobs, FakeExecutor& runner, const std::string& victim, int attempt,
                               int64_t pid, const std::string& name) {
     const std::string high = (*jobs.Submit(
         Request("name: " + name + "\npriority: high\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 2}\n")))->job.id;
@@ -103,7 +103,7 @@ class EvictionBackoffTest : public JobManagerTest {
     jobs.OnShimExit(runner.TokenOf(pid));
     return high;
   }
-  void End(JobManager& jobs, FakeRunner& runner, const std::string& id, int attempt, int64_t pid) {
+  void End(JobManager& jobs, FakeExecutor& runner, const std::string& id, int attempt, int64_t pid) {
     exec::ExitStatus ok;
     ok.exit_code = 0;
     runner.statuses[StatusPath(id, attempt)] = ok;
@@ -118,7 +118,7 @@ class EvictionBackoffTest : public JobManagerTest {
 };
 
 TEST_F(EvictionBackoffTest, AnEvictedJobWaitsOutItsBackoffAndAWokenPassAdmitsIt) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner, /*preemption=*/true);
   const std::string low =
       (*jobs->Submit(Request("name: low\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 2}\n")))->job.id;
@@ -159,18 +159,18 @@ TEST_F(EvictionBackoffTest, AnEvictedJobWaitsOutItsBackoffAndAWokenPassAdmitsIt)
 TEST_F(EvictionBackoffTest, TheBackoffSurvivesADaemonRestart) {
   std::string low;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first, /*preemption=*/true);
     low = (*jobs->Submit(Request("name: low\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 2}\n")))->job.id;
     PreemptWithHigh(*jobs, first, low, 1, 1000, "high");
   }
   clock_.Advance(std::chrono::seconds(10));
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner, /*preemption=*/true);
   ASSERT_TRUE(jobs->Recover().ok());
   EXPECT_EQ(View(low)->job.state, JobState::kQueued);
   EXPECT_EQ(View(low)->job.reason, "Backoff");
-  for (const auto& s : runner.starts) EXPECT_THAT(s.status_path, ::testing::Not(HasSubstr(low)));
+  for (const auto& s : runner.starts) EXPECT_NE(s.ref.job_id, low);
   EXPECT_EQ(WhyMessage(*jobs, low), "requeued after an eviction; may be admitted again in 50s");
 }
 
@@ -179,7 +179,7 @@ TEST_F(EvictionBackoffTest, PastTheBackoffLimitCountAnEvictedJobEnds) {
     o.kueue.requeuing_strategy = sched::RequeuingStrategy{};
     o.kueue.requeuing_strategy->backoff_limit_count = 0;
   };
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner, /*preemption=*/true);
   const std::string low =
       (*jobs->Submit(Request("name: low\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 2}\n")))->job.id;

@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 class JobHistoryTest : public JobManagerTest {
  protected:
   // Submits a job named `name` and ends it with `exit_code`.
-  std::string EndedJob(JobManager& jobs, FakeRunner& runner, const std::string& name, int exit_code = 0) {
+  std::string EndedJob(JobManager& jobs, FakeExecutor& runner, const std::string& name, int exit_code = 0) {
     auto job = jobs.Submit(Request("name: " + name + "\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 100m}\n"));
     EXPECT_TRUE(job.ok()) << job.status().ToString();
     std::string id = (*job)->job.id;
@@ -32,7 +32,7 @@ class JobHistoryTest : public JobManagerTest {
 };
 
 TEST_F(JobHistoryTest, AnEndedJobLeavesMemoryAndIsStillFoundByIdAndByName) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string first = EndedJob(*jobs, runner, "train");
   std::string second = EndedJob(*jobs, runner, "train", 3);
@@ -57,7 +57,7 @@ TEST_F(JobHistoryTest, AnEndedJobLeavesMemoryAndIsStillFoundByIdAndByName) {
 }
 
 TEST_F(JobHistoryTest, CommandsActOnEndedJobsTheLoopLetGo) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string a = EndedJob(*jobs, runner, "a");
   std::string b = EndedJob(*jobs, runner, "b", 1);
@@ -96,7 +96,7 @@ TEST_F(JobHistoryTest, CommandsActOnEndedJobsTheLoopLetGo) {
 }
 
 TEST_F(JobHistoryTest, DependenciesThatLeftMemoryStillDecide) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   EndedJob(*jobs, runner, "prep");
   EndedJob(*jobs, runner, "broken", 2);
@@ -111,7 +111,7 @@ TEST_F(JobHistoryTest, DependenciesThatLeftMemoryStillDecide) {
 
 TEST_F(JobHistoryTest, HistoryKeepRemovesTheOldestEndedJobsWithTheirFiles) {
   tweak_ = [](JobManagerOptions& o) { o.history_keep = 2; };
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) {
@@ -136,7 +136,7 @@ TEST_F(JobHistoryTest, HistoryKeepRemovesTheOldestEndedJobsWithTheirFiles) {
 
 TEST_F(JobHistoryTest, PruneRemovesByCountAndByAge) {
   tweak_ = [](JobManagerOptions& o) { o.history_keep.reset(); };
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::vector<std::string> ids;
   for (int i = 0; i < 5; ++i) {
@@ -161,7 +161,7 @@ TEST_F(JobHistoryTest, ARestartHoldsOnlyUnfinishedJobsKeepsNumberingAndRemovesOr
   std::string ended;
   std::string running;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     ended = EndedJob(*jobs, first, "done");
     running = (*jobs->Submit(Request(kJob)))->job.id;
@@ -169,7 +169,7 @@ TEST_F(JobHistoryTest, ARestartHoldsOnlyUnfinishedJobsKeepsNumberingAndRemovesOr
   // A folder whose row a prune deleted before the daemon stopped.
   fs::create_directories(home().job_dir("j_orphan") / "code");
   fs::create_directories(home().shim_dir("j_orphan") / "1");
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.lock_holders[LockPath(running, 1)] = 4242;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -187,7 +187,7 @@ TEST_F(JobHistoryTest, ARestartHoldsOnlyUnfinishedJobsKeepsNumberingAndRemovesOr
 
 TEST_F(JobHistoryTest, SubmitRequestIdsGoWithPrunedJobsAndAfterAWeek) {
   tweak_ = [](JobManagerOptions& o) { o.history_keep.reset(); };
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   auto submit_with_id = [&](const std::string& request_id) {
     SubmitRequest req = Request("name: s\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 100m}\n");

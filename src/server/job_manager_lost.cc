@@ -51,18 +51,8 @@ std::string DescribeStatus(const exec::ExitStatus& s) {
 
 }  // namespace
 
-std::string JobManager::LockPathOf(const std::string& id, int64_t n, int rank) const {
-  const fs::path lock = home_.attempt_lock(id, n, rank);
-  std::error_code ec;
-  if (!fs::exists(lock, ec)) {
-    const fs::path legacy = home_.legacy_attempt_lock(id, n, rank);
-    if (fs::exists(legacy, ec)) return legacy.string();
-  }
-  return lock.string();
-}
-
 Result<exec::ExitStatus> JobManager::ReadRankStatus(Job& job, int rank) {
-  auto status = runner_->ReadStatus(home_.status_file(job.rec.id, job.rec.attempt, rank).string());
+  auto status = executor_->ReadEnd(RefOf(job, rank));
   if (status.ok() || status.error().code() == StatusCode::kNotFound) return status;
   // Something the shim does not write (a fifo, a link, a folder, not
   // JSON) is there: the job's doing, so the job ran.
@@ -71,9 +61,7 @@ Result<exec::ExitStatus> JobManager::ReadRankStatus(Job& job, int rank) {
 }
 
 void JobManager::RankStatusFound(Job& job, int rank, const exec::ExitStatus& status) {
-  // The record is only ever in the state folder: a lock an earlier version
-  // left in the job's folder could say anything.
-  if (runner_->StatusWrittenByShim(home_.attempt_lock(job.rec.id, job.rec.attempt, rank).string())) {
+  if (executor_->EndVouchedFor(RefOf(job, rank))) {
     RankEnded(job, rank, Result<exec::ExitStatus>(status));
     return;
   }
@@ -81,16 +69,7 @@ void JobManager::RankStatusFound(Job& job, int rank, const exec::ExitStatus& sta
   ShimLost(job, rank);
 }
 
-RankSweep JobManager::SweepOf(const Job& job, int rank) const {
-  const int64_t n = job.rec.attempt;
-  RankSweep sweep;
-  sweep.lock_path = LockPathOf(job.rec.id, n, rank);
-  sweep.status_path = home_.status_file(job.rec.id, n, rank).string();
-  sweep.env = {"TAU_JOB_ID=" + job.rec.id, fmt::format("TAU_ATTEMPT={}", n), fmt::format("TAU_WORKER_INDEX={}", rank)};
-  const std::string& leaf = job.ranks[static_cast<size_t>(rank)].cgroup;
-  if (options_.cgroups && !leaf.empty()) sweep.cgroup_dir = options_.cgroups->LeafPath(leaf);
-  return sweep;
-}
+RankRef JobManager::RefOf(const Job& job, int rank) { return {job.rec.id, job.rec.attempt, rank}; }
 
 void JobManager::ShimLost(Job& job, int rank) {
   Job::Rank& r = job.ranks[static_cast<size_t>(rank)];
@@ -98,7 +77,7 @@ void JobManager::ShimLost(Job& job, int rank) {
   if (r.token) jobs_by_token_.erase(r.token);
   r.token = 0;
   const int64_t n = job.rec.attempt;
-  const RankRemains remains = runner_->Sweep(SweepOf(job, rank));
+  const RankRemains remains = executor_->Sweep(RefOf(job, rank));
   if ((remains.killed > 0 || remains.alive > 0) && !r.killed_leftovers) {
     // Recorded at once, before the processes are surely gone: a daemon
     // restarted after this commit knows the attempt was interrupted.
@@ -236,11 +215,11 @@ void JobManager::ArmShimBackstop(Job& job, std::chrono::milliseconds after, bool
       if (it == jobs_by_token_.end()) continue;
       auto [job, rank] = it->second;
       Job::Rank& r = job->ranks[static_cast<size_t>(rank)];
-      if (r.done || !r.shim) continue;
+      if (r.done || !r.handle) continue;
       log::Warn("jobs", "a tau-shim did not end its job when it should have (stopped by its job?); killing it",
-                {{"job", job->rec.id}, {"rank", std::to_string(rank)}, {"pid", std::to_string(r.shim->pid)}});
+                {{"job", job->rec.id}, {"rank", std::to_string(rank)}, {"pid", std::to_string(r.handle->id)}});
       if (deadline) job->deadline_backstop = true;
-      if (Status st = runner_->Kill(*r.shim); !st.ok()) {
+      if (Status st = executor_->Kill(*r.handle); !st.ok()) {
         log::Error("jobs", "cannot kill a tau-shim", {{"job", job->rec.id}, {"error", st.ToString()}});
       }
     }

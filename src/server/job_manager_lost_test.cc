@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "exec/leftovers.h"
+#include "server/execution/local_executor.h"
 #include "server/job_manager_test_fixture.h"
 
 namespace tau::server {
@@ -16,11 +17,11 @@ using ::testing::HasSubstr;
 class LostTest : public JobManagerTest {
  protected:
   // The newest started shim is gone without writing a status.
-  void ShimGone(JobManager& jobs, FakeRunner& runner) { jobs.OnShimExit(runner.TokenOf(runner.next_pid - 1)); }
+  void ShimGone(JobManager& jobs, FakeExecutor& runner) { jobs.OnShimExit(runner.TokenOf(runner.next_pid - 1)); }
 };
 
 TEST_F(LostTest, ARetryWaitsUntilEveryProcessOfTheLostAttemptIsGone) {
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.contained = true;  // a cgroup held the attempt: its emptiness is proof
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
@@ -53,7 +54,7 @@ TEST_F(LostTest, ARetryWaitsUntilEveryProcessOfTheLostAttemptIsGone) {
 }
 
 TEST_F(LostTest, AnEndNobodySawIsUnknownAndNotRetried) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   // The shim could not write its status (say the disk is full) and nothing
@@ -71,7 +72,7 @@ TEST_F(LostTest, AnEndNobodySawIsUnknownAndNotRetried) {
 }
 
 TEST_F(LostTest, AnUnknownEndIsRetriedWhenRetryOnListsIt) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 1, on: [unknown]}\n")))->job.id;
   ShimGone(*jobs, runner);
@@ -85,7 +86,7 @@ TEST_F(LostTest, AnUnknownEndIsRetriedWhenRetryOnListsIt) {
 }
 
 TEST_F(LostTest, AShimThatDiedBeforeStartingTheJobIsLost) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   runner.never_ran.insert(StatusPath(id, 1));
@@ -96,7 +97,7 @@ TEST_F(LostTest, AShimThatDiedBeforeStartingTheJobIsLost) {
 }
 
 TEST_F(LostTest, ACancelWhileTheLeftoversAreKilledEndsCancelled) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   runner.leftovers[StatusPath(id, 1)] = 1;
@@ -114,12 +115,12 @@ TEST_F(LostTest, ACancelWhileTheLeftoversAreKilledEndsCancelled) {
 TEST_F(LostTest, ARestartedDaemonKillsWhatADeadShimLeftBeforeRetrying) {
   std::string id;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     id = (*jobs->Submit(Request(kJob)))->job.id;
   }
   // The daemon and the shim died; the job's process still runs.
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.contained = true;
   runner.leftovers[StatusPath(id, 1)] = 1;
   auto jobs = Manager(&runner);
@@ -135,7 +136,7 @@ TEST_F(LostTest, ARestartedDaemonKillsWhatADeadShimLeftBeforeRetrying) {
 TEST_F(LostTest, ARestartedDaemonDoesNotRequeueAStartingAttemptWhoseJobRan) {
   std::string id;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     id = (*jobs->Submit(Request(kJob)))->job.id;
   }
@@ -148,7 +149,7 @@ TEST_F(LostTest, ARestartedDaemonDoesNotRequeueAStartingAttemptWhoseJobRan) {
     a.state = store::AttemptState::kStarting;
     ASSERT_TRUE(store_->UpsertAttempt(a).ok());
   }
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.contained = true;
   runner.leftovers[StatusPath(id, 1)] = 1;
   auto jobs = Manager(&runner);
@@ -162,7 +163,7 @@ TEST_F(LostTest, ARestartedDaemonDoesNotRequeueAStartingAttemptWhoseJobRan) {
 }
 
 TEST_F(LostTest, AGangEndsLostOnlyOnceTheLostRanksProcessesAndTheOtherRanksAreGone) {
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.contained = true;
   auto jobs = Manager(&runner);
   std::string id =
@@ -192,7 +193,7 @@ TEST_F(LostTest, AGangEndsLostOnlyOnceTheLostRanksProcessesAndTheOtherRanksAreGo
 TEST_F(LostTest, AShimLostWhileItsJobRanStaysLostWhenTheDaemonDiesBeforeTheLeftoversAreGone) {
   std::string id;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     id = (*jobs->Submit(Request(kJob)))->job.id;
     first.leftovers[StatusPath(id, 1)] = 3;
@@ -201,7 +202,7 @@ TEST_F(LostTest, AShimLostWhileItsJobRanStaysLostWhenTheDaemonDiesBeforeTheLefto
     ASSERT_EQ(View(id)->job.state, JobState::kRunning);
   }
   // The daemon died; its SIGKILL took the job's processes with it.
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.contained = true;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -217,7 +218,7 @@ TEST_F(LostTest, AShimLostWhileItsJobRanStaysLostWhenTheDaemonDiesBeforeTheLefto
 TEST_F(LostTest, AGangsTeardownIsNotTakenForItsFailureWhenTheDaemonDiesDuringIt) {
   std::string id;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     id = (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 2, cpus: 500m, memory: 256Mi}\n")))
              ->job.id;
@@ -227,7 +228,7 @@ TEST_F(LostTest, AGangsTeardownIsNotTakenForItsFailureWhenTheDaemonDiesDuringIt)
     ASSERT_THAT(first.stopped, ::testing::Contains(first.next_pid - 2));
   }
   // Rank 0 ended by the teardown's SIGTERM while no daemon ran.
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.contained = true;
   exec::ExitStatus stopped;
   stopped.exit_code = 143;
@@ -241,7 +242,7 @@ TEST_F(LostTest, AGangsTeardownIsNotTakenForItsFailureWhenTheDaemonDiesDuringIt)
 }
 
 TEST_F(LostTest, WithoutACgroupAnAttemptWhoseLeftoversWereKilledIsUnknownAndNotRetried) {
-  FakeRunner runner;  // no cgroup: a process that left the session with a cleared environment goes unseen
+  FakeExecutor runner;  // no cgroup: a process that left the session with a cleared environment goes unseen
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   runner.leftovers[StatusPath(id, 1)] = 2;
@@ -267,7 +268,7 @@ TEST_F(LostTest, WithoutACgroupAnAttemptWhoseLeftoversWereKilledIsUnknownAndNotR
 }
 
 TEST_F(LostTest, WithoutACgroupAKilledAttemptIsRetriedWhenRetryOnListsUnknown) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 1, on: [unknown]}\n")))->job.id;
   runner.killed[StatusPath(id, 1)] = 1;
@@ -283,14 +284,14 @@ TEST_F(LostTest, WithoutACgroupAKilledAttemptIsRetriedWhenRetryOnListsUnknown) {
 TEST_F(LostTest, ARestartedDaemonDoesNotRetryAnAttemptLostWhileRunningThatNoCgroupHeld) {
   std::string id;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     id = (*jobs->Submit(Request(kJob)))->job.id;
     first.leftovers[StatusPath(id, 1)] = 3;
     ShimGone(*jobs, first);
     ASSERT_TRUE(HasEvent(id, "ShimLost"));
   }
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
   auto v = View(id);
@@ -303,7 +304,7 @@ TEST_F(LostTest, ARestartedDaemonDoesNotRetryAnAttemptLostWhileRunningThatNoCgro
 }
 
 TEST_F(LostTest, LeftoversKilledAndGoneWithinOneSweepEndTheAttemptAtOnce) {
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.contained = true;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
@@ -316,7 +317,7 @@ TEST_F(LostTest, LeftoversKilledAndGoneWithinOneSweepEndTheAttemptAtOnce) {
 }
 
 TEST_F(LostTest, AStatusFileThatIsNotOneIsAnUnknownEndNeitherASetupFailureNorANeverStartedJob) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   runner.status_errors[StatusPath(id, 1)] =
@@ -337,7 +338,7 @@ TEST_F(LostTest, AStatusFileThatIsNotOneIsAnUnknownEndNeitherASetupFailureNorANe
 TEST_F(LostTest, ARestartedDaemonTakesAStatusFileThatIsNotOneForAJobThatRan) {
   std::string id;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     id = (*jobs->Submit(Request(kJob)))->job.id;
   }
@@ -349,7 +350,7 @@ TEST_F(LostTest, ARestartedDaemonTakesAStatusFileThatIsNotOneForAJobThatRan) {
     a.state = store::AttemptState::kStarting;
     ASSERT_TRUE(store_->UpsertAttempt(a).ok());
   }
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.status_errors[StatusPath(id, 1)] = InvalidArgumentError("status file is not a regular file (a fifo)");
   runner.never_ran.insert(StatusPath(id, 1));
   auto jobs = Manager(&runner);
@@ -362,13 +363,13 @@ TEST_F(LostTest, ARestartedDaemonTakesAStatusFileThatIsNotOneForAJobThatRan) {
 TEST_F(LostTest, ARestartedDaemonFindsTheLockOfAShimAnEarlierVersionStartedInTheJobsFolder) {
   std::string id;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     id = (*jobs->Submit(Request(kJob)))->job.id;
   }
   const std::string legacy = home().legacy_attempt_lock(id, 1).string();
   std::ofstream(legacy) << "4242 1 boot\n";
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.lock_holders[legacy] = 4242;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -377,31 +378,30 @@ TEST_F(LostTest, ARestartedDaemonFindsTheLockOfAShimAnEarlierVersionStartedInThe
   EXPECT_THAT(runner.watched, ::testing::Contains(::testing::Pair(::testing::_, 4242)));
 }
 
-// The local runner's sweep of real files: the shim's record of the job's
+// The local executor's sweep of real files: the shim's record of the job's
 // start counts even when the job removed its status reservation.
-TEST(LocalAttemptRunnerSweep, TheShimsRecordOfTheStartCountsWhenTheReservationIsGone) {
+TEST(LocalExecutorSweep, TheShimsRecordOfTheStartCountsWhenTheReservationIsGone) {
   const fs::path dir = fs::temp_directory_path() / ("tau-sweep-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  LocalAttemptRunner runner("/nonexistent/tau-shim", [](uint64_t) {});
   RankSweep sweep;
   sweep.lock_path = (dir / "rank-0.lock").string();
   sweep.status_path = (dir / "rank-0.status.json").string();  // never created: the job removed it
   sweep.env = {"TAU_JOB_ID=j_sweeptest01", "TAU_ATTEMPT=1", "TAU_WORKER_INDEX=0"};
   // A shim pid beyond pid_max: no session of that id, nothing to kill.
   std::ofstream(sweep.lock_path) << "999999999 1 " << exec::CurrentBootId() << " started\n";
-  RankRemains remains = runner.Sweep(sweep);
+  RankRemains remains = LocalExecutor::SweepAt(sweep);
   EXPECT_TRUE(remains.may_have_run);
   EXPECT_EQ(remains.alive, 0);
   EXPECT_FALSE(remains.contained);
   std::ofstream(sweep.lock_path, std::ios::trunc) << "999999999 1 " << exec::CurrentBootId() << "\n";
-  EXPECT_FALSE(runner.Sweep(sweep).may_have_run) << "no record of a start and no reservation: never started";
+  EXPECT_FALSE(LocalExecutor::SweepAt(sweep).may_have_run) << "no record of a start and no reservation: never started";
   fs::remove_all(dir);
 }
 
 // The status file lies in the job's folder: a job can write one of its own
 // there ("exit 1", which retry.on retries) and kill its shim, and run on.
 TEST_F(LostTest, AStatusItsShimDidNotRecordWritingIsNotBelievedWhileTheJobRanOn) {
-  FakeRunner runner;  // no cgroup
+  FakeExecutor runner;  // no cgroup
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 2, on: [\"exit:1\"]}\n")))->job.id;
   exec::ExitStatus forged;
@@ -422,7 +422,7 @@ TEST_F(LostTest, AStatusItsShimDidNotRecordWritingIsNotBelievedWhileTheJobRanOn)
 }
 
 TEST_F(LostTest, AStatusItsShimDidNotRecordWritingIsAnUnknownEndEvenWhenNothingOfTheJobRanOn) {
-  FakeRunner runner;  // no cgroup: a copy of the job that hid would not be found
+  FakeExecutor runner;  // no cgroup: a copy of the job that hid would not be found
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 2, on: [\"exit:1\"]}\n")))->job.id;
   exec::ExitStatus forged;
@@ -443,7 +443,7 @@ TEST_F(LostTest, AStatusItsShimDidNotRecordWritingIsAnUnknownEndEvenWhenNothingO
 }
 
 TEST_F(LostTest, AStatusItsShimRecordedWritingIsTakenWithoutASweep) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   exec::ExitStatus status;
@@ -457,12 +457,12 @@ TEST_F(LostTest, AStatusItsShimRecordedWritingIsTakenWithoutASweep) {
 TEST_F(LostTest, ARestartedDaemonDoesNotBelieveAStatusItsShimDidNotRecordWhileTheJobRunsOn) {
   std::string id;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     id = (*jobs->Submit(Request(std::string(kJob) + "retry: {max_restarts: 2, on: [\"exit:1\"]}\n")))->job.id;
   }
   // The job wrote a status of its own and killed its shim; the daemon died too.
-  FakeRunner runner;
+  FakeExecutor runner;
   exec::ExitStatus forged;
   forged.exit_code = 1;
   runner.statuses[StatusPath(id, 1)] = forged;
@@ -512,7 +512,7 @@ class ShimBackstopTest : public LostTest {
 };
 
 TEST_F(ShimBackstopTest, AShimThatDoesNotEndItsCancelledJobIsKilledAfterTheGracePeriod) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(std::string(kJob) + "checkpoint: {grace_period: 2s}\n")))->job.id;
   const int64_t shim = runner.next_pid - 1;
@@ -528,7 +528,7 @@ TEST_F(ShimBackstopTest, AShimThatDoesNotEndItsCancelledJobIsKilledAfterTheGrace
 }
 
 TEST_F(ShimBackstopTest, AShimThatEndedItsJobInTimeIsNotKilled) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(std::string(kJob) + "checkpoint: {grace_period: 2s}\n")))->job.id;
   ASSERT_TRUE(jobs->Cancel(id).ok());
@@ -543,7 +543,7 @@ TEST_F(ShimBackstopTest, AShimThatEndedItsJobInTimeIsNotKilled) {
 }
 
 TEST_F(ShimBackstopTest, AShimStillThereAfterMaxRuntimeAndItsGracePeriodIsKilledAndTheJobEndsAtItsDeadline) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(std::string(kJob) +
                                           "checkpoint: {grace_period: 2s}\nlimits: {max_runtime: 1m}\n")))->job.id;

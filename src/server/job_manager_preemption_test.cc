@@ -48,7 +48,7 @@ class PreemptionPassTest : public JobManagerTest {
 };
 
 TEST_F(PreemptionPassTest, ABorrowerArrivingWithAPreemptorWaitsInsteadOfRunningMarkedPreempted) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   const std::string low = (*jobs->Submit(Request("name: low\nqueue: a\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n")))->job.id;
   RunDeferred();
@@ -73,7 +73,7 @@ TEST_F(PreemptionPassTest, ABorrowerArrivingWithAPreemptorWaitsInsteadOfRunningM
   jobs->OnShimExit(runner.TokenOf(1000));
   RunDeferred();
   ASSERT_EQ(runner.starts.size(), 2u);
-  EXPECT_THAT(runner.starts[1].status_path, ::testing::HasSubstr(high));
+  EXPECT_EQ(runner.starts[1].ref.job_id, high);
   EXPECT_EQ(View(high)->job.state, JobState::kRunning);
   EXPECT_EQ(View(borrower)->job.state, JobState::kQueued);
   auto events = store_->LoadEvents(borrower, 0, 100);
@@ -100,7 +100,7 @@ TEST_F(JobManagerTest, AStoredConfigurationThatIsNowRefusedStillLoads) {
        R"({"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"LocalQueue","metadata":{"namespace":"default",)"
        R"("name":"default"},"spec":{"clusterQueue":"default"}})"}};
   ASSERT_TRUE(store_->ReplaceKueueObjects(objects).ok());
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
   EXPECT_TRUE(jobs->Submit(Request(kJob)).ok());
@@ -143,7 +143,7 @@ TEST_F(PreemptionPassTest, APreemptorWaitingOnAWorkloadThePassAdmittedIsDecidedO
     o.kueue = k;
     o.defer = [this](std::function<void()> f) { deferred_.push_back(std::move(f)); };
   };
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   auto submit = [&](const std::string& name, const std::string& queue, const std::string& priority, int cpus) {
     return (*jobs->Submit(Request(fmt::format("name: {}\nqueue: {}\npriority: {}\nrun: {{entrypoint: ./run.sh}}\n"

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "exec/process_info.h"
+#include "server/execution/local_rank_files.h"
 #include "server/job_manager.h"
 #include "server/local_ray.h"
 
@@ -75,25 +76,17 @@ Status JobManager::Recover() {
     const int workers = AttemptRanks(job.spec);
     job.ranks.assign(static_cast<size_t>(workers), Job::Rank{});
     if (options_.cgroups) {
-      for (int r = 0; r < workers; ++r) job.ranks[static_cast<size_t>(r)].cgroup = fmt::format("{}-{}-{}", job.rec.id, n, r);
+      for (int r = 0; r < workers; ++r) job.ranks[static_cast<size_t>(r)].cgroup = CgroupLeafName({job.rec.id, n, r});
     }
     RestorePinning(job, current.pinned_cpus);
-    std::vector<exec::ShimProcess> alive(static_cast<size_t>(workers));
+    std::vector<RankHandle> alive(static_cast<size_t>(workers));
     std::vector<std::optional<Result<exec::ExitStatus>>> ended(static_cast<size_t>(workers));
     std::vector<std::string> alive_pids;
     int seen = 0;
     for (int r = 0; r < workers; ++r) {
-      const std::string lock_path = LockPathOf(job.rec.id, n, r);
-      auto holder = runner_->LockHolder(lock_path);
-      // A shim that holds the lock but has not written its pid yet is
-      // moments old; its pid appears as soon as it runs.
-      for (int i = 0; i < 200 && holder && *holder == 0; ++i) {
-        ::usleep(5000);
-        holder = runner_->LockHolder(lock_path);
-      }
-      if (holder && *holder > 0) {
-        alive[static_cast<size_t>(r)] = exec::ShimProcess{*holder, exec::ProcessStartTicks(*holder).value_or(0)};
-        alive_pids.push_back(std::to_string(*holder));
+      if (std::optional<RankHandle> running = executor_->Adopt({job.rec.id, n, r})) {
+        alive[static_cast<size_t>(r)] = *running;
+        alive_pids.push_back(std::to_string(running->id));
         ++seen;
         continue;
       }
@@ -109,7 +102,7 @@ Status JobManager::Recover() {
       // A shim may have started the job and died with the daemon: then the
       // attempt did start, and what is left of it is dealt with below.
       for (int r = 0; r < workers; ++r) {
-        RankRemains remains = runner_->Sweep(SweepOf(job, r));
+        RankRemains remains = executor_->Sweep(RefOf(job, r));
         const bool found = remains.killed > 0 || remains.alive > 0;
         job.ranks[static_cast<size_t>(r)].killed_leftovers = found;
         if (found || remains.may_have_run) ++seen;
@@ -146,8 +139,8 @@ Status JobManager::Recover() {
       current.state = AttemptState::kRunning;
       current.started_at = NowMs();
       if (!alive_pids.empty()) {
-        current.shim_pid = alive[0].pid;
-        current.shim_start_ticks = alive[0].start_ticks;
+        current.shim_pid = alive[0].id;
+        current.shim_start_ticks = alive[0].since;
       }
       job.rec.state = JobState::kRunning;
       job.rec.started_at = job.rec.started_at.value_or(*current.started_at);
@@ -171,7 +164,7 @@ Status JobManager::Recover() {
                 {{"job", job.rec.id}, {"attempt", std::to_string(n)}, {"pids", Join(alive_pids, ",")}});
     }
     for (int r = 0; r < workers; ++r) {
-      if (alive[static_cast<size_t>(r)].pid > 0) WatchRank(job, r, alive[static_cast<size_t>(r)]);
+      if (alive[static_cast<size_t>(r)].id > 0) WatchRank(job, r, alive[static_cast<size_t>(r)]);
     }
     if (job.spec.limits.max_runtime && current.started_at) {
       const int64_t left = job.spec.limits.max_runtime->count() - (NowMs() - *current.started_at);
@@ -190,7 +183,7 @@ Status JobManager::Recover() {
     // a status lost its shim: what is left of it is killed first (ShimLost).
     // The last one finishes the attempt.
     for (int r = 0; r < workers && r < static_cast<int>(job.ranks.size()); ++r) {
-      if (alive[static_cast<size_t>(r)].pid > 0) continue;
+      if (alive[static_cast<size_t>(r)].id > 0) continue;
       if (ended[static_cast<size_t>(r)]) RankStatusFound(job, r, **ended[static_cast<size_t>(r)]);
       else ShimLost(job, r);
     }

@@ -20,7 +20,7 @@ class RetryTest : public JobManagerTest {
  protected:
   // Ends the newest started shim with `exit_code` (none: it left no status,
   // reason Lost).
-  void EndLatest(JobManager& jobs, FakeRunner& runner, const std::string& id, int attempt,
+  void EndLatest(JobManager& jobs, FakeExecutor& runner, const std::string& id, int attempt,
                  std::optional<int> exit_code) {
     if (exit_code) {
       exec::ExitStatus s;
@@ -47,7 +47,7 @@ class RetryTest : public JobManagerTest {
 };
 
 TEST_F(RetryTest, AFailureNamedInRetryOnRetriesAfterADoublingBackoffUntilTheBudgetIsSpent) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
   EXPECT_EQ(Env(runner.starts[0], "TAU_RETRY_REASON"), "<unset>");
@@ -88,7 +88,7 @@ TEST_F(RetryTest, AFailureNamedInRetryOnRetriesAfterADoublingBackoffUntilTheBudg
 }
 
 TEST_F(RetryTest, AFailureNotNamedInRetryOnEndsTheJob) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
   EndLatest(*jobs, runner, id, 1, 4);
@@ -99,7 +99,7 @@ TEST_F(RetryTest, AFailureNotNamedInRetryOnEndsTheJob) {
 
 TEST_F(RetryTest, InterruptionsAreRetriedWithoutARetryBlockUpToTheirOwnLimit) {
   tweak_ = [](JobManagerOptions& o) { o.max_interruptions = 1; };
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   runner.rebooted = true;  // the machine went away with the attempt: Lost
@@ -119,7 +119,7 @@ TEST_F(RetryTest, InterruptionsAreRetriedWithoutARetryBlockUpToTheirOwnLimit) {
 }
 
 TEST_F(RetryTest, APreemptionRequeuesAtOnceAndIsNotChargedToTheBudget) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner, /*preemption=*/true);
   std::string low = (*jobs->Submit(Request("name: low\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 2}\n")))->job.id;
   std::string high =
@@ -153,7 +153,7 @@ TEST_F(RetryTest, ADaemonRestartKeepsTheBudgetAndTheBackoff) {
   std::string id;
   int64_t retry_at = 0;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     id = (*jobs->Submit(Request(kRetryJob)))->job.id;
     EndLatest(*jobs, first, id, 1, 3);
@@ -161,7 +161,7 @@ TEST_F(RetryTest, ADaemonRestartKeepsTheBudgetAndTheBackoff) {
     ASSERT_EQ(armed, std::vector<std::chrono::milliseconds>{std::chrono::seconds(10)});
   }
   clock_.Advance(std::chrono::seconds(4));
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
   EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
@@ -178,7 +178,7 @@ TEST_F(RetryTest, ADaemonRestartKeepsTheBudgetAndTheBackoff) {
 }
 
 TEST_F(RetryTest, TheNextAttemptResumesFromTheNewestCompleteCheckpoint) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(std::string(kRetryJob) + "checkpoint: {keep: 1}\n")))->job.id;
   EXPECT_EQ(Env(runner.starts[0], "TAU_RESUME_FROM"), "<unset>");
@@ -203,7 +203,7 @@ TEST_F(RetryTest, TheNextAttemptResumesFromTheNewestCompleteCheckpoint) {
 }
 
 TEST_F(RetryTest, ResumeStartsAnEndedJobFromTheNamedCheckpoint) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   auto running = jobs->Resume(id, "");
@@ -233,7 +233,7 @@ TEST_F(RetryTest, ResumeStartsAnEndedJobFromTheNamedCheckpoint) {
 }
 
 TEST_F(RetryTest, CancellingAJobThatWaitsToRetryEndsIt) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
   EndLatest(*jobs, runner, id, 1, 3);

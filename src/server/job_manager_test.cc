@@ -30,7 +30,7 @@ using ::testing::HasSubstr;
 
 
 TEST_F(JobManagerTest, SubmitStartsAndAnExitEndsTheJob) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   auto job = jobs->Submit(Request(kJob));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
@@ -51,7 +51,7 @@ TEST_F(JobManagerTest, SubmitStartsAndAnExitEndsTheJob) {
 }
 
 TEST_F(JobManagerTest, ASubmitSentAgainWithItsRequestIdCreatesNoSecondJob) {
-  FakeRunner runner;
+  FakeExecutor runner;
   std::string id;
   {
     auto jobs = Manager(&runner);
@@ -75,7 +75,7 @@ TEST_F(JobManagerTest, ASubmitSentAgainWithItsRequestIdCreatesNoSecondJob) {
     EXPECT_EQ(jobs->Submit(bad).status().code(), StatusCode::kInvalidArgument);
   }
   // After a restart the id is still known.
-  FakeRunner after;
+  FakeExecutor after;
   after.lock_holders[LockPath(id, 1)] = 4242;
   auto jobs = Manager(&after);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -89,7 +89,7 @@ TEST_F(JobManagerTest, ASubmitSentAgainWithItsRequestIdCreatesNoSecondJob) {
 }
 
 TEST_F(JobManagerTest, ARequestIdSentAgainWithOtherCodeIsRefused) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   SubmitRequest req = Request(kJob);
   req.request_id = "r_code";
@@ -113,7 +113,7 @@ TEST_F(JobManagerTest, ARequestIdSentAgainWithOtherCodeIsRefused) {
 }
 
 TEST_F(JobManagerTest, CapacityQueuesAndReleases) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string a = (*jobs->Submit(Request(kJob)))->job.id;
   std::string b = (*jobs->Submit(Request(kJob)))->job.id;
@@ -131,7 +131,7 @@ TEST_F(JobManagerTest, CapacityQueuesAndReleases) {
 }
 
 TEST_F(JobManagerTest, AStartThatFailsEndsSetupFailed) {
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.fail_start = true;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
@@ -141,7 +141,7 @@ TEST_F(JobManagerTest, AStartThatFailsEndsSetupFailed) {
 }
 
 TEST_F(JobManagerTest, CancelStopsTheShimAndTheExitEndsCancelled) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   ASSERT_TRUE(jobs->Cancel(id).ok());
@@ -156,7 +156,7 @@ TEST_F(JobManagerTest, CancelStopsTheShimAndTheExitEndsCancelled) {
 }
 
 TEST_F(JobManagerTest, NeverFittingJobsAreRefusedAndNothingIsStored) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   auto job = jobs->Submit(Request("name: big\nrun: {entrypoint: x}\ncompute: {cpus: 64}\n"));
   ASSERT_FALSE(job.ok());
@@ -165,7 +165,7 @@ TEST_F(JobManagerTest, NeverFittingJobsAreRefusedAndNothingIsStored) {
 }
 
 TEST_F(JobManagerTest, DependentsWaitForSuccessAndFailWithTheirDependency) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string a = (*jobs->Submit(Request("name: prep\nrun: {entrypoint: x}\ncompute: {cpus: 100m}\n")))->job.id;
   std::string b = (*jobs->Submit(Request("name: train\nrun: {entrypoint: x}\ncompute: {cpus: 100m}\ndepends_on: [prep]\n")))->job.id;
@@ -194,7 +194,7 @@ TEST_F(JobManagerTest, DependentsWaitForSuccessAndFailWithTheirDependency) {
 }
 
 TEST_F(JobManagerTest, UnknownDependenciesAreRefusedAtSubmit) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   auto job = jobs->Submit(Request("name: x\nrun: {entrypoint: x}\ndepends_on: [nope]\n"));
   ASSERT_FALSE(job.ok());
@@ -203,7 +203,7 @@ TEST_F(JobManagerTest, UnknownDependenciesAreRefusedAtSubmit) {
 }
 
 TEST_F(JobManagerTest, AGangStartsEveryRankWithTheRendezvousContract) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 3, cpus: 500m, memory: 256Mi}\n")))->job.id;
   ASSERT_EQ(runner.starts.size(), 3u);
@@ -230,7 +230,7 @@ TEST_F(JobManagerTest, AGangStartsEveryRankWithTheRendezvousContract) {
 }
 
 TEST_F(JobManagerTest, TheFirstFailingRankStopsTheOthersAndNamesTheOutcome) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 3, cpus: 500m, memory: 256Mi}\n")))->job.id;
   exec::ExitStatus failed;
@@ -252,7 +252,7 @@ TEST_F(JobManagerTest, TheFirstFailingRankStopsTheOthersAndNamesTheOutcome) {
 }
 
 TEST_F(JobManagerTest, AGangThatCannotStartEveryRankStartsNone) {
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.fail_start = true;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 2, cpus: 500m, memory: 256Mi}\n")))->job.id;
@@ -266,7 +266,8 @@ TEST_F(JobManagerTest, EachRankGetsACgroupLeafAndAnOomKillIsNamed) {
   exec::Cgroup2Driver cgroups(cgroupfs);
   JobManagerOptions options = Options();
   options.cgroups = &cgroups;
-  FakeRunner runner;
+  FakeExecutor runner;
+  runner.home = home();
   JobManager jobs(home(), store_.get(), &runner, &policy_, &clock_, options, &publisher_);
   std::string id = (*jobs.Submit(Request("name: mem\nrun: {entrypoint: x}\ncompute: {cpus: 500m, memory: 1Gi}\n")))->job.id;
   ASSERT_EQ(runner.starts.size(), 1u);
@@ -290,7 +291,8 @@ TEST_F(JobManagerTest, EachRankGetsACgroupLeafAndAnOomKillIsNamed) {
 TEST_F(JobManagerTest, WithoutCgroupsRanksArePinnedToTheLeastLoadedCpus) {
   JobManagerOptions options = Options();
   options.cpu_ids = {4, 7};  // the CPUs this daemon may use
-  FakeRunner runner;
+  FakeExecutor runner;
+  runner.home = home();
   JobManager jobs(home(), store_.get(), &runner, &policy_, &clock_, options, &publisher_);
   std::string a = (*jobs.Submit(Request("name: a\nrun: {entrypoint: x}\ncompute: {cpus: 1, memory: 256Mi}\n")))->job.id;
   (*jobs.Submit(Request("name: b\nrun: {entrypoint: x}\ncompute: {cpus: 500m, memory: 256Mi}\n")));
@@ -313,7 +315,7 @@ class RecoveryTest : public JobManagerTest {
  protected:
   // Submits one job with a first manager, leaving attempt 1 Running (pid 1000).
   std::string RunningJob() {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     return (*jobs->Submit(Request(kJob)))->job.id;
   }
@@ -321,7 +323,7 @@ class RecoveryTest : public JobManagerTest {
 
 TEST_F(RecoveryTest, ALiveShimIsReadopted) {
   std::string id = RunningJob();
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.lock_holders[LockPath(id, 1)] = 4242;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -339,7 +341,7 @@ TEST_F(RecoveryTest, ALiveShimIsReadopted) {
 
 TEST_F(RecoveryTest, AnAttemptThatEndedMeanwhileGetsItsRealStatus) {
   std::string id = RunningJob();
-  FakeRunner runner;
+  FakeExecutor runner;
   exec::ExitStatus failed;
   failed.exit_code = 5;
   runner.statuses[StatusPath(id, 1)] = failed;
@@ -355,7 +357,7 @@ TEST_F(RecoveryTest, APreemptedAttemptThatStopsAcrossARestartIsRequeued) {
   constexpr char kHigh[] = "name: high\npriority: high\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 2}\n";
   std::string low, high;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first, /*preemption=*/true);
     low = (*jobs->Submit(Request(kLow)))->job.id;
     high = (*jobs->Submit(Request(kHigh)))->job.id;
@@ -364,7 +366,7 @@ TEST_F(RecoveryTest, APreemptedAttemptThatStopsAcrossARestartIsRequeued) {
   }
   // The daemon restarts while low's shim is still stopping: the stop is
   // asked again and low is not picked as a victim a second time.
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.lock_holders[LockPath(low, 1)] = 4242;
   auto jobs = Manager(&runner, /*preemption=*/true);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -380,7 +382,7 @@ TEST_F(RecoveryTest, APreemptedAttemptThatStopsAcrossARestartIsRequeued) {
   EXPECT_EQ(View(low)->attempts[0].reason, "Preempted");
   EXPECT_EQ(View(low)->job.reason, "WaitingForQuota") << "high runs now";
   ASSERT_EQ(runner.starts.size(), 1u);
-  EXPECT_THAT(runner.starts[0].status_path, HasSubstr(high));
+  EXPECT_EQ(runner.starts[0].ref.job_id, high);
 }
 
 TEST_F(RecoveryTest, AReadoptedAttemptKeepsTheLoadOfTheCpusItIsPinnedTo) {
@@ -388,13 +390,15 @@ TEST_F(RecoveryTest, AReadoptedAttemptKeepsTheLoadOfTheCpusItIsPinnedTo) {
   options.cpu_ids = {4, 7};
   std::string a;
   {
-    FakeRunner first;
+    FakeExecutor first;
+    first.home = home();
     JobManager jobs(home(), store_.get(), &first, &policy_, &clock_, options, &publisher_);
     a = (*jobs.Submit(Request("name: a\nrun: {entrypoint: x}\ncompute: {cpus: 1, memory: 256Mi}\n")))->job.id;
     ASSERT_EQ(first.starts.at(0).cpu_list, "4");
   }
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.lock_holders[LockPath(a, 1)] = 4242;
+  runner.home = home();
   JobManager jobs(home(), store_.get(), &runner, &policy_, &clock_, options, &publisher_);
   ASSERT_TRUE(jobs.Recover().ok());
   (*jobs.Submit(Request("name: b\nrun: {entrypoint: x}\ncompute: {cpus: 500m, memory: 256Mi}\n")));
@@ -412,7 +416,7 @@ TEST_F(RecoveryTest, AReadoptedAttemptKeepsTheLoadOfTheCpusItIsPinnedTo) {
 
 TEST_F(RecoveryTest, AnAttemptOfAnEarlierBootIsLost) {
   std::string id = RunningJob();
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.rebooted = true;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -429,11 +433,11 @@ TEST_F(RecoveryTest, AnAttemptOfAnEarlierBootIsLost) {
 TEST_F(RecoveryTest, AGangIsReadoptedRankByRank) {
   std::string id;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = Manager(&first);
     id = (*jobs->Submit(Request("name: gang\nrun: {entrypoint: ./w.sh}\ncompute: {workers: 2, cpus: 500m, memory: 256Mi}\n")))->job.id;
   }
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.lock_holders[home().attempt_lock(id, 1, 0).string()] = 5000;  // rank 0 still runs
   exec::ExitStatus ok;
   ok.exit_code = 0;
@@ -451,7 +455,7 @@ TEST_F(RecoveryTest, AGangIsReadoptedRankByRank) {
 TEST_F(RecoveryTest, AnAttemptThatNeverStartedRunsOnceUnderTheSameNumber) {
   // The first daemon died after committing "attempt 1 starting" and before
   // any shim existed.
-  FakeRunner first;
+  FakeExecutor first;
   first.fail_start = false;
   std::string id;
   {
@@ -466,7 +470,7 @@ TEST_F(RecoveryTest, AnAttemptThatNeverStartedRunsOnceUnderTheSameNumber) {
   attempts[0].shim_pid = 0;
   ASSERT_TRUE(store_->UpsertAttempt(attempts[0]).ok());
 
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.never_ran.insert(StatusPath(id, 1));  // no shim reserved a status
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -481,7 +485,7 @@ TEST_F(RecoveryTest, AnAttemptThatNeverStartedRunsOnceUnderTheSameNumber) {
 }
 
 TEST_F(JobManagerTest, EndingAJobWithoutCheckpointsWritesNoCheckpointIndex) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   int writes = 0;
@@ -498,7 +502,7 @@ TEST_F(JobManagerTest, EndingAJobWithoutCheckpointsWritesNoCheckpointIndex) {
 }
 
 TEST_F(JobManagerTest, TheApiUnpacksASnapshotOffTheControlLoop) {
-  FakeRunner runner;
+  FakeExecutor runner;
   int unpacked = 0;
   bool unpacked_on_loop = false;
   tweak_ = [&](JobManagerOptions& o) {
@@ -526,7 +530,7 @@ TEST_F(JobManagerTest, TheApiUnpacksASnapshotOffTheControlLoop) {
 }
 
 TEST_F(JobManagerTest, TheApiAssemblesALiveCapsuleOffTheControlLoop) {
-  FakeRunner runner;
+  FakeExecutor runner;
   std::promise<void> entered;
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();

@@ -1,6 +1,6 @@
 #pragma once
 
-// The JobManager against a fake runner and a fake clock, shared by the
+// The JobManager against a fake executor and a fake clock, shared by the
 // job manager's test files.
 
 #include <gmock/gmock.h>
@@ -15,6 +15,7 @@
 
 #include "evidence/snapshot.h"
 #include "sched/admission_policy.h"
+#include "server/execution/fake_executor.h"
 #include "server/job_manager.h"
 #include "spec/json_codec.h"
 #include "spec/load.h"
@@ -22,80 +23,6 @@
 namespace tau::server {
 
 namespace fs = std::filesystem;
-
-class FakeRunner final : public AttemptRunner {
- public:
-  Result<exec::ShimProcess> Start(const AttemptStart& start) override {
-    starts.push_back(start);
-    if (fail_start) return PermissionDeniedError("cannot start tau-shim");
-    return exec::ShimProcess{next_pid++, 1};
-  }
-  Status Stop(const exec::ShimProcess& shim) override {
-    stopped.push_back(shim.pid);
-    return Status::Ok();
-  }
-  Status Kill(const exec::ShimProcess& shim) override {
-    killed_shims.push_back(shim.pid);
-    return Status::Ok();
-  }
-  Status Watch(uint64_t token, int64_t pid) override {
-    watched[token] = pid;
-    return Status::Ok();
-  }
-  std::optional<int64_t> LockHolder(const std::string& lock_path) override {
-    auto it = lock_holders.find(lock_path);
-    if (it == lock_holders.end()) return std::nullopt;
-    return it->second;
-  }
-  Result<exec::ExitStatus> ReadStatus(const std::string& path) override {
-    if (auto bad = status_errors.find(path); bad != status_errors.end()) return bad->second;
-    auto it = statuses.find(path);
-    if (it == statuses.end()) return NotFoundError("no status");
-    return it->second;
-  }
-  bool StatusWrittenByShim(const std::string& lock_path) override { return unrecorded_status.count(lock_path) == 0; }
-  RankRemains Sweep(const RankSweep& sweep) override {
-    sweeps.push_back(sweep);
-    RankRemains r;
-    r.alive = leftovers[sweep.status_path];
-    r.killed = std::max(r.alive, killed[sweep.status_path]);
-    if (r.alive > 0) r.why_alive = "still dying";
-    r.may_have_run = never_ran.count(sweep.status_path) == 0;
-    r.rebooted = rebooted;
-    r.contained = contained;
-    return r;
-  }
-  uint64_t TokenOf(int64_t pid) const {
-    for (const auto& [token, p] : watched) {
-      if (p == pid) return token;
-    }
-    return 0;
-  }
-
-  std::vector<AttemptStart> starts;
-  std::vector<int64_t> stopped;
-  std::vector<int64_t> killed_shims;
-  std::map<uint64_t, int64_t> watched;
-  std::map<std::string, int64_t> lock_holders;
-  std::map<std::string, exec::ExitStatus> statuses;
-  std::map<std::string, Status> status_errors;  // what reading a status file that is not one says
-  // Lock paths whose shim did not record writing the status (by default
-  // every shim that left a status did).
-  std::set<std::string> unrecorded_status;
-  bool fail_start = false;
-  int64_t next_pid = 1000;
-  // What Sweep finds of a rank whose shim is gone, by status path:
-  // processes still alive after it (the test lowers the count as they die),
-  // processes it killed that were gone before it returned, ranks whose shim
-  // never started the job, whether the machine restarted, and whether a
-  // cgroup proved nothing of the rank left (false: no cgroup held it).
-  std::vector<RankSweep> sweeps;
-  std::map<std::string, int64_t> leftovers;
-  std::map<std::string, int64_t> killed;
-  std::set<std::string> never_ran;
-  bool rebooted = false;
-  bool contained = false;
-};
 
 constexpr char kJob[] = "name: a\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n";
 
@@ -124,7 +51,8 @@ class JobManagerTest : public ::testing::Test {
     options.kueue = DefaultKueueConfig(options.capacity);
     return options;
   }
-  std::unique_ptr<JobManager> Manager(FakeRunner* runner, bool preemption = false) {
+  std::unique_ptr<JobManager> Manager(FakeExecutor* runner, bool preemption = false) {
+    runner->home = home();
     JobManagerOptions options = Options();
     if (preemption) {
       options.kueue.cluster_queues.at(0).preemption.within_cluster_queue = "LowerPriority";

@@ -24,7 +24,7 @@ std::string ReadAll(const fs::path& path) {
 class JobWritesTest : public JobManagerTest {
  protected:
   // Deferred writes on, the flush timer captured; counts every commit.
-  std::unique_ptr<JobManager> DeferringManager(FakeRunner* runner) {
+  std::unique_ptr<JobManager> DeferringManager(FakeExecutor* runner) {
     tweak_ = [this](JobManagerOptions& o) {
       o.after = [this](std::chrono::milliseconds delay, std::function<void()> task) {
         timers_.emplace_back(delay, std::move(task));
@@ -46,7 +46,7 @@ class JobWritesTest : public JobManagerTest {
     timers_.clear();
     for (auto& [delay, task] : due) task();
   }
-  void Succeed(JobManager& jobs, FakeRunner& runner, const std::string& id, int64_t pid) {
+  void Succeed(JobManager& jobs, FakeExecutor& runner, const std::string& id, int64_t pid) {
     exec::ExitStatus ok;
     ok.exit_code = 0;
     runner.statuses[StatusPath(id, 1)] = ok;
@@ -68,7 +68,7 @@ class JobWritesTest : public JobManagerTest {
 };
 
 TEST_F(JobWritesTest, TheSubmitEvidenceIsWrittenWithTheFolderOffTheLoop) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   SubmitRequest request = Request(kJob);
   auto prepared = jobs->PrepareSubmit(request);
@@ -88,7 +88,7 @@ TEST_F(JobWritesTest, TheSubmitEvidenceIsWrittenWithTheFolderOffTheLoop) {
 }
 
 TEST_F(JobWritesTest, ARefusedSubmitLeavesNeitherFolderNorEvidence) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   SubmitRequest request = Request("name: big\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 64}\n");
   auto prepared = jobs->PrepareSubmit(request);
@@ -101,7 +101,7 @@ TEST_F(JobWritesTest, ARefusedSubmitLeavesNeitherFolderNorEvidence) {
 }
 
 TEST_F(JobWritesTest, AShortJobCommitsThreeTimesAndSharesAFlush) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = DeferringManager(&runner);
   std::vector<std::string> ids;
   for (int64_t pid : {1000, 1001}) {
@@ -129,7 +129,7 @@ TEST_F(JobWritesTest, AShortJobCommitsThreeTimesAndSharesAFlush) {
 }
 
 TEST_F(JobWritesTest, ARunningJobsStartIsWrittenByTheFlush) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = DeferringManager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   EXPECT_EQ(View(id)->job.state, JobState::kRunning);
@@ -145,14 +145,14 @@ TEST_F(JobWritesTest, ARunningJobsStartIsWrittenByTheFlush) {
 TEST_F(JobWritesTest, ADaemonKilledBeforeItWroteTheStartAdoptsTheShimAndStartsNothing) {
   std::string id;
   {
-    FakeRunner first;
+    FakeExecutor first;
     auto jobs = DeferringManager(&first);
     id = (*jobs->Submit(Request(kJob)))->job.id;
     ASSERT_EQ(first.starts.size(), 1u);
     // Gone without a flush, as after kill -9: the store says "starting".
   }
   ASSERT_EQ((*store_->LoadAttemptsOf({id}))[0].state, store::AttemptState::kStarting);
-  FakeRunner runner;
+  FakeExecutor runner;
   runner.lock_holders[LockPath(id, 1)] = 1000;  // the shim still runs
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Recover().ok());
@@ -165,7 +165,7 @@ TEST_F(JobWritesTest, ADaemonKilledBeforeItWroteTheStartAdoptsTheShimAndStartsNo
 }
 
 TEST_F(JobWritesTest, AJobIsLetGoOnlyOnceItsDeferredChangesAreWritten) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = DeferringManager(&runner);
   std::string id = (*jobs->Submit(Request(kJob)))->job.id;
   Succeed(*jobs, runner, id, 1000);
@@ -178,7 +178,7 @@ TEST_F(JobWritesTest, AJobIsLetGoOnlyOnceItsDeferredChangesAreWritten) {
 }
 
 TEST_F(JobWritesTest, ExpiredSubmitRequestIdsAreSweptAtMostOnceAMinute) {
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   auto end_a_job = [&] {
     std::string id = (*jobs->Submit(Request(kJob)))->job.id;

@@ -62,7 +62,7 @@ TEST_F(LocalRayTest, RaysPythonIsTheOneItsScriptNames) {
 
 TEST_F(LocalRayTest, WithoutRayARayJobIsRefusedAtSubmitSayingHowToGetIt) {
   tweak_ = [](JobManagerOptions& o) { o.base_env = {"PATH=/nonexistent"}; };
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   auto r = jobs->Submit(Request("name: r\nrun: {entrypoint: t.py, workload_kind: rayjob}\ncompute: {cpus: 1}\n"));
   ASSERT_FALSE(r.ok());
@@ -75,7 +75,7 @@ TEST_F(LocalRayTest, WithoutRayARayJobIsRefusedAtSubmitSayingHowToGetIt) {
 
 TEST_F(LocalRayTest, OneProcessRunsTheWholeClusterOnRaysPython) {
   InstallFakeRay();
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   auto view = jobs->Submit(Request(
       "name: r\nrun: {entrypoint: train.py, workload_kind: rayjob, args: [--epochs, '2']}\n"
@@ -118,7 +118,7 @@ TEST_F(LocalRayTest, TheClustersCgroupHoldsEveryWorkerNodeAndTheHead) {
     base(o);
     o.cgroups = &cgroups;
   };
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   std::string id = (*jobs->Submit(Request("name: r\nrun: {entrypoint: t.py, workload_kind: rayjob}\n"
                                           "compute: {workers: 2, cpus: 500m, memory: 256Mi}\n")))->job.id;
@@ -140,7 +140,7 @@ TEST_F(LocalRayTest, TheClusterGetsEveryWorkerNodesGpusToShareOut) {
     o.kueue = DefaultKueueConfig(o.capacity);
     for (int g = 0; g < 4; ++g) o.gpu_info.push_back({.uuid = "GPU-" + std::to_string(g)});
   };
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   auto view = jobs->Submit(Request("name: r\nrun: {entrypoint: t.py, workload_kind: rayjob}\n"
                                    "compute: {workers: 2, gpus: 1, cpus: 500m, memory: 256Mi}\n"));
@@ -152,7 +152,7 @@ TEST_F(LocalRayTest, TheClusterGetsEveryWorkerNodesGpusToShareOut) {
 
 TEST_F(LocalRayTest, RuntimePipLayersAnEnvironmentOnRaysPython) {
   InstallFakeRay();
-  FakeRunner runner;
+  FakeExecutor runner;
   auto jobs = Manager(&runner);
   ASSERT_TRUE(jobs->Submit(Request("name: r\nrun: {entrypoint: t.py, workload_kind: rayjob}\n"
                                    "compute: {cpus: 1}\nruntime: {pip: [six==1.16.0]}\n")).ok());
