@@ -14,6 +14,7 @@
 #include "evidence/redact.h"
 #include "evidence/snapshot.h"
 #include "exec/process_info.h"
+#include "server/admission/embedded_admission.h"
 #include "server/job_history.h"
 #include "server/job_view.h"
 #include "server/local_ray.h"
@@ -59,7 +60,13 @@ JobManager::JobManager(TauHome home, store::JobStore* store, Executor* executor,
       gpu_busy_(static_cast<size_t>(options_.capacity.gpus), false),
       cpu_load_(options_.cpu_ids.size(), 0) {
   history_ = std::make_shared<JobHistory>(home_.database().string(), home_, options_.max_interruptions);
-  engine_.Configure(options_.kueue);
+  if (options_.admission) {
+    admission_ = options_.admission;
+  } else {
+    own_admission_ = std::make_unique<EmbeddedAdmission>();
+    admission_ = own_admission_.get();
+  }
+  admission_->Configure(options_.kueue);
   store_observer_ = store_->db()->AddWriteObserver([this](const Status& st) { OnStoreWrite(st); });
   gpu_slots_.reserve(gpu_busy_.size());
   last_xid_.assign(gpu_busy_.size(), 0);
@@ -356,7 +363,7 @@ Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRe
     probe.rec.workspace = spec.workspace;
     probe.rec.queue = spec.queue;
     TAU_ASSIGN_OR_RETURN(sched::Workload w, ToWorkload(probe));
-    TAU_RETURN_IF_ERROR(engine_.CheckFeasible(w));
+    TAU_RETURN_IF_ERROR(admission_->CheckFeasible(w));
   }
   // depends_on: names mean the newest job of that name now.
   std::vector<std::string> dependency_ids;
@@ -452,7 +459,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
                                            "stays {}: {}",
                                            job->rec.id, store::JobStateName(job->rec.state), st.message()));
     }
-    engine_.Remove(job->rec.id);
+    admission_->Withdraw(job->rec.id);
     SealEvidence(*job);
     ScheduleAdmission();  // jobs that depend on it fail now
   } else if (!job->rec.cancel_requested) {

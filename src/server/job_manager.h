@@ -23,6 +23,7 @@
 #include "progress/progress.h"
 #include "sched/admission_engine.h"
 #include "sched/admission_policy.h"
+#include "server/admission/admission.h"
 #include "server/execution/executor.h"
 #include "server/evidence_capsule.h"
 #include "server/job_history.h"
@@ -79,9 +80,12 @@ struct JobManagerOptions {
   // Without cgroups, ranks are pinned to ceil(cpus) of these CPUs (the
   // least loaded ones) and get RLIMIT_DATA = their memory. Empty: no pinning.
   std::vector<int> cpu_ids;
-  // The Kueue configuration the admission engine enforces (quotas,
-  // queues, priorities); the machine's capacity stays a hard bound on top.
+  // The Kueue configuration admission enforces (quotas, queues,
+  // priorities); the machine's capacity stays a hard bound on top.
   sched::KueueConfig kueue;
+  // Decides admission (server/admission); nullptr: the embedded engine
+  // (EmbeddedAdmission), owned by the manager.
+  Admission* admission = nullptr;
   // Kueue manifests stored on a fresh install (Recover), when the store
   // holds no configuration yet. Empty: keep `kueue` unstored.
   std::string default_manifests;
@@ -632,7 +636,9 @@ class JobManager {
   bool disk_full_ = false;        // the DiskFull condition (OnStoreWrite)
   int store_observer_ = 0;        // this manager's write observer on the store
   std::string store_message_;     // the failed commit that entered it
-  sched::AdmissionEngine engine_;
+  // The embedded engine, when options_.admission names none.
+  std::unique_ptr<Admission> own_admission_;
+  Admission* admission_ = nullptr;
   std::vector<store::KueueObjectRecord> kueue_objects_;
   // Decodes stored objects into a configuration.
   static Result<sched::KueueConfig> DecodeObjects(const std::vector<store::KueueObjectRecord>& objects);

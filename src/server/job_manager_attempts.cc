@@ -347,8 +347,8 @@ void JobManager::RestorePinning(Job& job, const std::string& pinned_cpus) {
 }
 
 void JobManager::Release(Job& job) {
-  engine_.SetNow(NowMs());
-  engine_.Remove(job.rec.id);  // its quota, or its place in a queue
+  admission_->SetNow(NowMs());
+  admission_->Withdraw(job.rec.id);  // its quota, or its place in a queue
   if (job.holds_resources) {
     used_ -= job.request;
     for (int g : job.gpu_indexes) gpu_busy_[static_cast<size_t>(g)] = false;

@@ -74,7 +74,7 @@ void JobManager::CollectMetrics() {
   for (const StateGauge& g : kStateGauges) r->Reset(g.name);
   // Jobs.
   std::map<metrics::Labels, int> jobs;
-  const sched::KueueConfig& config = engine_.config();
+  const sched::KueueConfig& config = admission_->Config();
   std::map<std::string, int> cq_pending, cq_admitted;
   std::map<std::pair<std::string, std::string>, int> lq_pending;
   // Ended jobs are counted in the database (jobs_by_state_queue index);
@@ -106,20 +106,18 @@ void JobManager::CollectMetrics() {
   for (const auto& [seq, job] : jobs_by_seq_) stalled += job->progress_stalled ? 1 : 0;
   r->Set("taugrid_jobs_stalled", {}, stalled);
   // Queues and quota, in base units: cores, bytes, GPUs.
-  const sched::QuotaTree& tree = engine_.quota();
   for (const auto& cq : config.cluster_queues) {
     r->Set("taugrid_cluster_queue_pending_jobs", {{"cluster_queue", cq.name}}, cq_pending[cq.name]);
     r->Set("taugrid_cluster_queue_admitted_jobs", {{"cluster_queue", cq.name}}, cq_admitted[cq.name]);
-    auto node = engine_.ClusterQueueNode(cq.name);
     for (const auto& g : cq.resource_groups) {
       for (const auto& f : g.flavors) {
         for (const auto& res : f.resources) {
           metrics::Labels labels = {{"cluster_queue", cq.name}, {"flavor", f.name}, {"resource", res.name}};
           const double scale = 1.0 / 1000;  // quantities are kept in milli-units
-          sched::FlavorResource fr{f.name, res.name};
+          auto usage = admission_->ClusterQueueUsage(cq.name, {f.name, res.name});
           r->Set("taugrid_cluster_queue_nominal_quota", labels, static_cast<double>(res.nominal_quota.milli()) * scale);
-          r->Set("taugrid_cluster_queue_resource_usage", labels, node ? static_cast<double>(tree.Usage(*node, fr)) * scale : 0);
-          r->Set("taugrid_cluster_queue_borrowed", labels, node ? static_cast<double>(tree.Borrowed(*node, fr)) * scale : 0);
+          r->Set("taugrid_cluster_queue_resource_usage", labels, usage ? static_cast<double>(usage->used) * scale : 0);
+          r->Set("taugrid_cluster_queue_borrowed", labels, usage ? static_cast<double>(usage->borrowed) * scale : 0);
         }
       }
     }

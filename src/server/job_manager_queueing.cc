@@ -112,7 +112,7 @@ Status JobManager::LoadKueue() {
     return InvalidArgumentError(diags.Format());
   }
   if (!diags.items().empty()) log::Warn("jobs", "the stored Kueue configuration", {{"diagnostics", diags.Format()}});
-  engine_.Configure(decoded.config);
+  admission_->Configure(decoded.config);
   return Status::Ok();
 }
 
@@ -160,15 +160,14 @@ Result<std::vector<std::string>> JobManager::ApplyKueue(const std::string& upser
     TAU_RETURN_IF_ERROR(txn.Commit());
   }
   kueue_objects_ = std::move(objects);
-  engine_.Configure(config);
+  admission_->Configure(config);
   ScheduleAdmission();
   Publish();
   return changes;
 }
 
 std::string JobManager::QueuesJson() const {
-  const sched::KueueConfig& config = engine_.config();
-  const sched::QuotaTree& tree = engine_.quota();
+  const sched::KueueConfig& config = admission_->Config();
   std::map<std::string, std::pair<int, int>> cq_counts, lq_counts;  // pending, admitted
   for (const auto& [seq, job] : jobs_by_seq_) {
     bool queued = job->rec.state == JobState::kQueued;
@@ -188,23 +187,22 @@ std::string JobManager::QueuesJson() const {
   };
   nlohmann::json cqs = nlohmann::json::array();
   for (const auto& cq : config.cluster_queues) {
-    auto node = engine_.ClusterQueueNode(cq.name);
     nlohmann::json resources = nlohmann::json::array();
     for (const auto& g : cq.resource_groups) {
       for (const auto& f : g.flavors) {
         for (const auto& r : f.resources) {
-          sched::FlavorResource fr{f.name, r.name};
+          auto usage = admission_->ClusterQueueUsage(cq.name, {f.name, r.name});
           resources.push_back({{"flavor", f.name},
                                {"resource", r.name},
                                {"nominal", amount(r.name, r.nominal_quota.milli())},
-                               {"used", node ? amount(r.name, tree.Usage(*node, fr)) : "0"},
-                               {"borrowed", node ? amount(r.name, tree.Borrowed(*node, fr)) : "0"}});
+                               {"used", usage ? amount(r.name, usage->used) : "0"},
+                               {"borrowed", usage ? amount(r.name, usage->borrowed) : "0"}});
         }
       }
     }
     auto counts = cq_counts[cq.name];
     nlohmann::json share = nullptr;
-    if (node && engine_.FairSharing()) share = sched::ReportedWeightedShare(engine_.WeightedShareOf(*node));
+    if (auto s = admission_->ClusterQueueShare(cq.name)) share = *s;
     cqs.push_back({{"name", cq.name},
                    {"weighted_share", share},
                    {"fair_sharing_weight", cq.fair_sharing_weight ? cq.fair_sharing_weight->ToString() : "1"},
@@ -225,12 +223,11 @@ std::string JobManager::QueuesJson() const {
   }
   nlohmann::json cohorts = nlohmann::json::array();
   for (const auto& c : config.cohorts) {
-    auto node = engine_.CohortNode(c.name);
     nlohmann::json share = nullptr;
-    if (node && engine_.FairSharing()) share = sched::ReportedWeightedShare(engine_.WeightedShareOf(*node));
+    if (auto s = admission_->CohortShare(c.name)) share = *s;
     cohorts.push_back({{"name", c.name}, {"parent", c.parent_name}, {"weighted_share", share}});
   }
-  return nlohmann::json({{"fair_sharing", engine_.FairSharing()},
+  return nlohmann::json({{"fair_sharing", config.fair_sharing.enable},
                          {"cluster_queues", cqs},
                          {"cohorts", cohorts},
                          {"local_queues", lqs}})
@@ -246,13 +243,13 @@ Result<std::string> JobManager::WhyJson(const std::string& id_or_name) {
                         {"message", job->rec.message},
                         {"held", job->rec.held},
                         {"holders", nlohmann::json::array()}};
-  if (auto why = engine_.Why(job->rec.id)) {
+  if (auto why = admission_->Why(job->rec.id)) {
     out["position"] = why->position;
     // How long a backoff has left, now rather than at the last pass.
     if (why->reason == "Backoff" && job->rec.retry_at) out["message"] = sched::BackoffMessage(*job->rec.retry_at - NowMs());
   }
   if (job->rec.state == JobState::kQueued) {
-    for (const std::string& id : engine_.QuotaHolders(job->rec.id)) {
+    for (const std::string& id : admission_->QuotaHolders(job->rec.id)) {
       auto it = jobs_by_id_.find(id);
       if (it == jobs_by_id_.end()) continue;
       const Job& h = *it->second;
@@ -285,7 +282,7 @@ Result<std::shared_ptr<const JobView>> JobManager::SetPriority(const std::string
                                                                              priority_class, w.priority)));
     TAU_RETURN_IF_ERROR(txn.Commit());
   }
-  engine_.Remove(job->rec.id);  // re-queued at its new place by the next pass
+  admission_->Withdraw(job->rec.id);  // re-queued at its new place by the next pass
   ScheduleAdmission();
   Publish();
   return job->view;
@@ -305,7 +302,7 @@ Result<std::shared_ptr<const JobView>> JobManager::SetHeld(const std::string& id
                                                                                : "may be admitted again"));
     TAU_RETURN_IF_ERROR(txn.Commit());
   }
-  engine_.SetHeld(job->rec.id, held);
+  admission_->SetHeld(job->rec.id, held);
   ScheduleAdmission();
   Publish();
   return job->view;
@@ -321,7 +318,7 @@ Result<sched::Workload> JobManager::ToWorkload(const Job& job) const {
   const std::string& priority = job.rec.priority_class.empty() ? s.priority : job.rec.priority_class;
   if (!priority.empty()) {
     bool found = false;
-    for (const auto& pc : engine_.config().priority_classes) {
+    for (const auto& pc : admission_->Config().priority_classes) {
       if (pc.name == priority) {
         w.priority = pc.value;
         found = true;
@@ -356,7 +353,7 @@ void JobManager::ScheduleAdmission() {
     // No loop to come back on: the pass a deferred preemptor waits for runs
     // now (bounded; the engine's next pass makes that choice an ordinary one).
     RunAdmission();
-    for (int again = 0; again < 4 && engine_.NeedsAnotherPass(); ++again) RunAdmission();
+    for (int again = 0; again < 4 && admission_->NeedsAnotherPass(); ++again) RunAdmission();
     Publish();
     return;
   }
@@ -368,7 +365,7 @@ void JobManager::ScheduleAdmission() {
     Publish();
     // A preemptor waits on a workload this pass admitted: decide it on the
     // next loop turn rather than at some unrelated later event.
-    if (engine_.NeedsAnotherPass()) ScheduleAdmission();
+    if (admission_->NeedsAnotherPass()) ScheduleAdmission();
   });
 }
 
@@ -463,25 +460,25 @@ void JobManager::RestoreAdmissionFairSharing() {
   auto stored = store_->Setting("admission_fair_sharing");
   if (stored.ok() && !stored->empty()) {
     auto history = HistoryFromJson(*stored);
-    engine_.RestoreLocalQueueHistory(history);
+    admission_->RestoreFairSharingHistory(history);
     afs_saved_sample_ms_ = history.last_sample_ms;
   }
 }
 
 void JobManager::RunAdmission() {
-  engine_.SetNow(NowMs());  // admission fair sharing decays usage with time
+  admission_->SetNow(NowMs());  // admission fair sharing decays usage with time
   // Queued jobs whose dependencies allow it enter the engine's queues.
   // In submission order, so a job failed here fails its dependents (which
   // were submitted later) in the same pass.
   for (const auto& [seq, job] : jobs_by_seq_) {
     if (job->rec.state != JobState::kQueued) continue;
     if (CheckDependencies(*job) != Dependencies::kReady) continue;
-    if (engine_.IsKnown(job->rec.id)) continue;
+    if (admission_->Knows(job->rec.id)) continue;
     auto w = ToWorkload(*job);
-    Status st = w.ok() ? engine_.Submit(*w) : w.status();
-    if (st.ok() && job->rec.held) engine_.SetHeld(job->rec.id, true);
+    Status st = w.ok() ? admission_->Enqueue(*w) : w.status();
+    if (st.ok() && job->rec.held) admission_->SetHeld(job->rec.id, true);
     // Requeued after an eviction: not admitted before its backoff ends.
-    if (st.ok() && job->rec.retry_at) engine_.SetBackoff(job->rec.id, *job->rec.retry_at);
+    if (st.ok() && job->rec.retry_at) admission_->SetBackoff(job->rec.id, *job->rec.retry_at);
     // The configuration changed since it was accepted: it waits until the
     // queue, class or quota it needs exists again.
     if (!st.ok()) SetWaitingReason(*job, st.code() == StatusCode::kNotFound ? "QueueNotFound" : "ExceedsMaxQuota",
@@ -493,10 +490,10 @@ void JobManager::RunAdmission() {
   free -= used_;
   free.gpus = 0;  // the GPUs that can take work now: free, healthy, not drained
   for (size_t g = 0; g < gpu_busy_.size(); ++g) free.gpus += GpuUsable(g) ? 1 : 0;
-  std::vector<sched::Admission> admissions = engine_.Schedule();
+  std::vector<sched::Admission> admissions = admission_->Admit();
   ArmBackoffTimer();  // the pass that admits what backed off, when it may
   std::set<std::string> not_to_start;
-  for (const sched::Eviction& ev : engine_.TakeEvictions()) {
+  for (const sched::Eviction& ev : admission_->TakeEvictions()) {
     auto it = jobs_by_id_.find(ev.victim_id);
     if (it == jobs_by_id_.end() || !it->second->rec.preempted_by.empty()) continue;
     Job& victim = *it->second;
@@ -504,7 +501,7 @@ void JobManager::RunAdmission() {
       // Nothing runs to stop (the engine never evicts what it admits in
       // the same pass; this keeps a job from running marked preempted if
       // it ever did): it gives its quota back and stays queued.
-      engine_.Remove(victim.rec.id);
+      admission_->Withdraw(victim.rec.id);
       not_to_start.insert(victim.rec.id);
       continue;
     }
@@ -528,7 +525,7 @@ void JobManager::RunAdmission() {
     if (not_to_start.count(a.workload_id)) continue;
     Job& job = *jobs_by_id_[a.workload_id];
     if (!job.request.FitsIn(free) || UsableGpus(job.spec.compute.gpu_class) < job.request.gpus) {
-      engine_.Remove(job.rec.id);  // back to the queue (same place: ordered by priority and seq)
+      admission_->Withdraw(job.rec.id);  // back to the queue (same place: ordered by priority and seq)
       std::string shortage = GpuShortage(job.request.gpus);
       SetWaitingReason(job, "WaitingForResources",
                        !shortage.empty() ? shortage
@@ -540,15 +537,15 @@ void JobManager::RunAdmission() {
     StartAttempt(job);
   }
   // Keep the sampled usage across restarts, once per sample.
-  if (auto history = engine_.ExportLocalQueueHistory();
+  if (auto history = admission_->FairSharingHistory();
       !history.consumed.empty() && history.last_sample_ms != afs_saved_sample_ms_) {
     if (Status st = store_->SetSetting("admission_fair_sharing", HistoryToJson(history)); st.ok()) {
       afs_saved_sample_ms_ = history.last_sample_ms;
     }
   }
   for (const auto& [seq, job] : jobs_by_seq_) {
-    if (job->rec.state != JobState::kQueued || !engine_.IsKnown(job->rec.id)) continue;
-    if (auto why = engine_.Why(job->rec.id)) {
+    if (job->rec.state != JobState::kQueued || !admission_->Knows(job->rec.id)) continue;
+    if (auto why = admission_->Why(job->rec.id)) {
       std::string message = why->message;
       if (why->position > 0) message += fmt::format(" (position {} in its queue)", why->position);
       if (job->rec.reason != "WaitingForResources" || why->reason != "WaitingForQuota") {

@@ -69,8 +69,8 @@ Status JobManager::Recover() {
     }
     used_ += job.request;
     job.holds_resources = true;
-    if (auto w = ToWorkload(job); w.ok()) engine_.Restore(*w);
-    if (!job.rec.preempted_by.empty()) engine_.MarkEvicting(job.rec.id);
+    if (auto w = ToWorkload(job); w.ok()) admission_->Restore(*w);
+    if (!job.rec.preempted_by.empty()) admission_->MarkEvicting(job.rec.id);
 
     // Each rank: a live shim (it holds its lock), an exit status, or neither.
     const int workers = AttemptRanks(job.spec);

@@ -59,7 +59,7 @@ JobState JobManager::ApplyRetryPolicy(Job& job, const std::string& reason, std::
 }
 
 JobState JobManager::ApplyRequeueBackoff(Job& job, std::string* reason, std::string* message) {
-  const auto& strategy = engine_.config().requeuing_strategy;
+  const auto& strategy = admission_->Config().requeuing_strategy;
   if (!strategy) return JobState::kQueued;
   int64_t evictions = 1;  // this attempt's, and the earlier ones'
   for (const auto& a : job.attempts) {
@@ -81,7 +81,7 @@ JobState JobManager::ApplyRequeueBackoff(Job& job, std::string* reason, std::str
 }
 
 void JobManager::ArmBackoffTimer() {
-  const std::optional<int64_t> next = engine_.NextBackoffEnd();
+  const std::optional<int64_t> next = admission_->NextBackoffEnd();
   if (!next || !options_.after) return;
   if (backoff_timer_at_ && *backoff_timer_at_ <= *next) return;  // an earlier timer covers it
   backoff_timer_at_ = *next;
