@@ -167,7 +167,9 @@ struct KueueObjectKey {
 // taugrid.io/gpu-class, as a ResourceFlavor for those nodes would.
 sched::KueueConfig DefaultKueueConfig(const sched::Resources& capacity, const std::string& gpu_class = "");
 
-// The job state machine (docs/states.md). Owned by the control-loop thread:
+// Runs jobs through their states (docs/states.md, decided by
+// server/jobs/job_state_machine.h), admitted by an Admission and run by an
+// Executor. Owned by the control-loop thread:
 // every method must be called on it. Each change is committed to the store
 // before it is acted on (a process started or signalled) or acknowledged,
 // and a new StateView is published after it.

@@ -15,6 +15,7 @@
 #include "common/strings.h"
 #include "server/execution/local_rank_files.h"
 #include "server/job_manager.h"
+#include "server/jobs/job_state_machine.h"
 #include "server/local_ray.h"
 #include "server/pip_env.h"
 #include "spec/command.h"
@@ -42,11 +43,6 @@ int FreeLoopbackPort() {
   }
   ::close(fd);
   return port;
-}
-
-std::string SignalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
 }
 
 }  // namespace
@@ -421,29 +417,20 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   attempt.job_id = job.rec.id;
   attempt.number = job.rec.attempt;
   attempt.finished_at = NowMs();
-  JobState state = JobState::kFailed;
-  std::string reason, message;
   job.rec.exit_code.reset();
-  if (!status.ok()) {
-    if (status.error().code() == StatusCode::kNotFound && attempt.state == AttemptState::kRunning) {
-      // ShimLost's message says which of the two it is.
-      reason = job.end_unknown ? "Unknown" : "Lost";
-      message = status.error().message();
-      if (job.deadline_backstop) {
-        reason = "DeadlineExceeded";
-        message = fmt::format("stopped after limits.max_runtime ({}): its tau-shim did not stop it, and was killed ({})",
-                              FormatDuration(job.spec.limits.max_runtime.value_or(Duration(0))), message);
-      }
-      if (job.rec.cancel_requested) {
-        state = JobState::kCancelled;
-        reason = "Cancelled";
-        message = "cancelled while running (" + message + ")";
-      }
-    } else {
-      reason = "SetupFailed";
-      message = status.error().message();
-    }
-  } else {
+  AttemptEndFacts facts;
+  facts.status = status;
+  facts.was_running = attempt.state == AttemptState::kRunning;
+  facts.end_unknown = job.end_unknown;
+  facts.deadline_backstop = job.deadline_backstop;
+  facts.cancel_requested = job.rec.cancel_requested;
+  facts.oom_killed = job.oom_killed;
+  facts.memory_per_worker = job.spec.compute.memory.ToString();
+  facts.max_runtime = FormatDuration(job.spec.limits.max_runtime.value_or(Duration(0)));
+  facts.gpu_fault = job.rec.gpu_fault;
+  facts.gpu_fault_message = job.gpu_fault_message;
+  facts.preempted_by = job.rec.preempted_by;
+  if (status.ok()) {
     const exec::ExitStatus& s = *status;
     attempt.exit_code = s.exit_code;
     attempt.signal = s.signal;
@@ -451,62 +438,27 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
     if (s.finished_at_ms) attempt.finished_at = s.finished_at_ms;
     job.rec.exit_code = s.exit_code;
     std::error_code marker_ec;
-    bool pip_failed = false;
     for (int r = 0; r < AttemptRanks(job.spec); ++r) {
-      pip_failed = pip_failed || fs::exists(SetupFailedMarker(job.rec.id, job.rec.attempt, r), marker_ec);
-    }
-    if (!s.error.empty()) {
-      reason = "SetupFailed";
-      message = s.error;
-    } else if (job.oom_killed) {
-      reason = "OOMKilled";
-      message = fmt::format("the kernel's OOM killer stopped it at its memory limit ({} per worker)",
-                            job.spec.compute.memory.ToString());
-    } else if (pip_failed) {
-      reason = "SetupFailed";
-      message = "installing runtime.pip failed; pip's output is in the job's log";
-    } else if (s.terminated_by == "deadline") {
-      reason = "DeadlineExceeded";
-      message = fmt::format("stopped after limits.max_runtime ({})",
-                            FormatDuration(job.spec.limits.max_runtime.value_or(Duration(0))));
-    } else if (job.rec.cancel_requested) {
-      state = JobState::kCancelled;
-      reason = "Cancelled";
-      message = "cancelled while running";
-    } else if (s.exit_code == 0) {
-      state = JobState::kSucceeded;
-      reason = "Completed";
-      message = "exit code 0";
-    } else if (s.exit_code) {
-      reason = "ExitCode";
-      message = fmt::format("exit code {}", *s.exit_code);
-    } else if (s.signal) {
-      reason = "Signal";
-      message = fmt::format("killed by {}", SignalName(*s.signal));
-    } else {
-      reason = "Lost";
-      message = "no exit code or signal recorded";
+      facts.setup_failed = facts.setup_failed || fs::exists(SetupFailedMarker(job.rec.id, job.rec.attempt, r), marker_ec);
     }
   }
-  if (!job.rec.gpu_fault.empty() && !job.rec.cancel_requested && job.rec.preempted_by.empty()) {
-    state = JobState::kFailed;  // stopped because its GPU failed, whatever it exited with
-    reason = job.rec.gpu_fault;
-    message = job.gpu_fault_message.empty() ? "a GPU under it failed" : job.gpu_fault_message;
-  }
-  if (!job.rec.preempted_by.empty() && !job.rec.cancel_requested) {
-    state = JobState::kFailed;  // even if it exited 0 on SIGTERM: it stopped because asked to
-    reason = "Preempted";
-    message = fmt::format("preempted by {}", job.rec.preempted_by);
-  }
-  attempt.state = state == JobState::kSucceeded   ? AttemptState::kSucceeded
-                  : state == JobState::kCancelled ? AttemptState::kCancelled
-                                                  : AttemptState::kFailed;
+  const AttemptEnd end = EndOfAttempt(facts);
+  JobState state = end.state;
+  std::string reason = end.reason;
+  std::string message = end.message;
+  attempt.state = AttemptStateOf(state);
   attempt.reason = reason;
   attempt.peak_rss_kb = job.peak_rss_kb;
   Count("taugrid_job_attempts_total", {{"reason", reason}});
   // Another attempt, now (Queued) or after a backoff (Retrying), or the end.
   if (state == JobState::kFailed) state = ApplyRetryPolicy(job, reason, &message);
   if (state == JobState::kQueued && reason == "Preempted") state = ApplyRequeueBackoff(job, &reason, &message);
+  if (!IsLegalTransition(job.rec.state, state)) {
+    log::Error("jobs", "an attempt's end leads to a state the job cannot reach from its own",
+               {{"job", job.rec.id},
+                {"from", std::string(store::JobStateName(job.rec.state))},
+                {"to", std::string(store::JobStateName(state))}});
+  }
   job.rec.state = state;
   job.rec.reason = reason;
   job.rec.message = message;
