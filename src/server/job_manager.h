@@ -16,7 +16,6 @@
 #include "common/tau_home.h"
 #include "evidence/file_list.h"
 #include "exec/cgroup.h"
-#include "exec/shim_launcher.h"
 #include "gpu/gpu_health.h"
 #include "gpu/gpu_source.h"
 #include "metrics/registry.h"
