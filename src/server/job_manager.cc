@@ -204,8 +204,22 @@ void JobManager::RetryStoreWrites() {
     if (!CommitFoundStart(*job->second, it->second).ok()) break;  // still full: all wait
     it = unrecorded_starts_.erase(it);
   }
+  // Ends in the order they happened (by attempt within a job).
+  std::vector<std::pair<std::pair<std::string, int64_t>, store::EventRecord>> ends(unrecorded_ends_.begin(),
+                                                                                   unrecorded_ends_.end());
+  std::stable_sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) { return a.second.at < b.second.at; });
+  for (const auto& [key, event] : ends) {
+    auto job = jobs_by_id_.find(key.first);
+    if (job == jobs_by_id_.end()) {
+      unrecorded_ends_.erase(key);
+      continue;
+    }
+    if (!CommitEnd(*job->second, key.second, event).ok()) break;  // still full: all wait
+    unrecorded_ends_.erase(key);
+    if (!HasUnrecordedEnd(key.first)) SealEvidence(*job->second);
+  }
   if (disk_full_) ProbeStore();
-  if (disk_full_ || !unrecorded_starts_.empty()) ArmStoreRetry();
+  if (disk_full_ || !unrecorded_starts_.empty() || !unrecorded_ends_.empty()) ArmStoreRetry();
   Publish();
 }
 

@@ -607,6 +607,16 @@ class JobManager {
   std::map<std::string, int64_t> unrecorded_starts_;
   // Commits that attempt `n` of `job`, found after a restart, runs.
   Status CommitFoundStart(Job& job, int64_t n);
+  // Ends of attempts whose commit failed (job id and attempt number -> the
+  // event that tells it, with its time): the job shows the end, the
+  // database does not have it yet. RetryStoreWrites commits them, then
+  // seals the evidence; until then the job is kept in memory (not
+  // Evictable), so it is never read back as still running.
+  std::map<std::pair<std::string, int64_t>, store::EventRecord> unrecorded_ends_;
+  // Commits the end of `job`'s attempt `number` as the job now stands: the
+  // attempt's record, the job's record and `event`, in one transaction.
+  Status CommitEnd(Job& job, int64_t number, const store::EventRecord& event);
+  bool HasUnrecordedEnd(const std::string& id) const;
   // Follows every write of the store: a full disk (ResourceExhausted)
   // enters the DiskFull condition, logged once and published; the next
   // write that succeeds leaves it.

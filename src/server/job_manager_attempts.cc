@@ -520,21 +520,48 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
     std::error_code ec;
     fs::remove_all(RayTempDir(job.rec.id, attempt.number), ec);
   }
-  auto txn = store_->Begin();
-  Status st = txn.status();
-  if (st.ok()) st = SaveAttempt(job, attempt);
-  if (st.ok()) st = SaveJob(job);
-  if (st.ok()) {
-    st = AppendEvent(job, state == JobState::kQueued ? "Requeued" : std::string(store::JobStateName(state)), reason,
-                     message);
+  job.view.reset();
+  bool found = false;
+  for (auto& a : job.attempts) {
+    if (a.number == attempt.number) {
+      a = attempt;
+      found = true;
+    }
   }
-  if (st.ok()) st = txn->Commit();
-  if (!st.ok()) LogStoreFailure(job, st);
+  if (!found) job.attempts.push_back(attempt);
+  const store::EventRecord event{0, job.rec.id, NowMs(),
+                                 state == JobState::kQueued ? "Requeued" : std::string(store::JobStateName(state)),
+                                 reason, message};
+  Status st = CommitEnd(job, attempt.number, event);
+  if (!st.ok()) {
+    // Kept, shown as ended, and written when the disk has room again.
+    LogStoreFailure(job, st);
+    unrecorded_ends_[{job.rec.id, attempt.number}] = event;
+    ArmStoreRetry();
+  }
   if (state == JobState::kRetrying) ArmRetryTimer();
   FollowMetricsFile(job);  // its last lines
   job.progress_stalled = false;
   RefreshCheckpoints(job);
-  SealEvidence(job);  // once it has ended
+  SealEvidence(job);  // once it has ended and its end is recorded
+}
+
+Status JobManager::CommitEnd(Job& job, int64_t number, const store::EventRecord& event) {
+  job.view.reset();
+  TAU_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  for (const auto& a : job.attempts) {
+    if (a.number == number) TAU_RETURN_IF_ERROR(store_->UpsertAttempt(a));
+  }
+  TAU_RETURN_IF_ERROR(store_->UpdateJob(job.rec));
+  TAU_ASSIGN_OR_RETURN(int64_t id, store_->AppendEvent(event));
+  TAU_RETURN_IF_ERROR(txn.Commit());
+  last_event_id_ = id;
+  return Status::Ok();
+}
+
+bool JobManager::HasUnrecordedEnd(const std::string& id) const {
+  auto it = unrecorded_ends_.lower_bound({id, 0});
+  return it != unrecorded_ends_.end() && it->first.first == id;
 }
 
 }  // namespace tau::server
