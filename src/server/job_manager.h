@@ -194,6 +194,11 @@ class JobManager {
   Result<PreparedJob> PrepareSubmit(const SubmitRequest& request) const;
   // Removes the folder of a prepared job that was not submitted.
   void DiscardPrepared(const PreparedJob& prepared) const;
+  // The job a submit with the same `request.request_id` already made
+  // (whether or not the disk has room now), nullptr when the id is new or
+  // absent; an error when the id was used for another spec or code, or its
+  // job was removed. Runs on the loop, before anything is unpacked.
+  Result<std::shared_ptr<const JobView>> FindRepeatedSubmit(const SubmitRequest& request);
   // Queued jobs end at once; running ones get SIGTERM, then SIGKILL after
   // their grace period, and end Cancelled when their process is gone.
   Result<std::shared_ptr<const JobView>> Cancel(const std::string& id_or_name);
@@ -412,6 +417,7 @@ class JobManager {
   void RemoveOrphanFiles();
   // Submit's checks and commit; the caller removes the folder on an error.
   Result<std::shared_ptr<const JobView>> SubmitPrepared(const SubmitRequest& request, const PreparedJob& prepared);
+  Result<std::shared_ptr<const JobView>> FindRepeatedSubmit(const SubmitRequest& request, const std::string& spec_sha256);
   // The job as the admission engine sees it; NotFound when its priority
   // class does not exist.
   Result<sched::Workload> ToWorkload(const Job& job) const;

@@ -3,6 +3,7 @@
 
 #include "server/api_http.h"
 #include "server/job_manager_test_fixture.h"
+#include "server/submit_off_loop.h"
 #include "store/fault_vfs.h"
 
 namespace tau::server {
@@ -167,6 +168,39 @@ TEST_F(DiskFullTest, AnEndThatCannotBeCommittedIsKeptAndCommittedOnceSpaceReturn
   EXPECT_EQ(events.back().type, "Succeeded");
   jobs->RetryStoreWrites();
   EXPECT_EQ(store_->LoadEvents(id, 0, 1000)->size(), events_before + 1) << "written once";
+}
+
+TEST_F(DiskFullTest, ASubmitSentAgainWithItsRequestIdGetsItsJobOnAFullDisk) {
+  FakeRunner runner;
+  int unpacked = 0;
+  tweak_ = [&](JobManagerOptions& o) {
+    o.after = [](std::chrono::milliseconds, std::function<void()>) {};
+    o.on_snapshot_unpacked = [&] { ++unpacked; };
+  };
+  auto jobs = Manager(&runner);
+  ControlLoop loop;
+  SubmitRequest req = Request(kJob);
+  req.request_id = "r_full";
+  auto first = SubmitOffLoop(loop, *jobs, req);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+
+  // The answer was lost, and meanwhile the disk filled up.
+  vfs_->SetDiskFull(true);
+  auto other = SubmitOffLoop(loop, *jobs, Request(kJob));
+  ASSERT_FALSE(other.ok());
+  ASSERT_TRUE(loop.Call([&] { return jobs->DiskFull(); }));
+  unpacked = 0;
+  auto again = SubmitOffLoop(loop, *jobs, req);
+  ASSERT_TRUE(again.ok()) << "the job exists: " << again.status().ToString();
+  EXPECT_EQ((*again)->job.id, (*first)->job.id);
+  EXPECT_EQ(unpacked, 0) << "a repeat unpacks no snapshot (a full disk has no room for it)";
+  // Another spec under the same id is still refused.
+  SubmitRequest changed = Request("name: changed\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n");
+  changed.request_id = "r_full";
+  auto refused = SubmitOffLoop(loop, *jobs, changed);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  loop.Stop();
 }
 
 TEST_F(DiskFullTest, ADaemonStartingOnAFullDiskServesWhatItHasAndCatchesUpWhenSpaceReturns) {
