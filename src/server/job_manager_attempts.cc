@@ -548,14 +548,25 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
 
 Status JobManager::CommitEnd(Job& job, int64_t number, const store::EventRecord& event) {
   job.view.reset();
-  TAU_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  for (const auto& a : job.attempts) {
-    if (a.number == number) TAU_RETURN_IF_ERROR(store_->UpsertAttempt(a));
+  // Its deferred writes go first, in the same transaction; kept for the
+  // next try when it does not commit.
+  const Job::Deferred pending = job.deferred;
+  int64_t event_id = 0;
+  Status st = [&]() -> Status {
+    TAU_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+    TAU_RETURN_IF_ERROR(WriteDeferred(job, /*record_follows=*/true));
+    for (const auto& a : job.attempts) {
+      if (a.number == number) TAU_RETURN_IF_ERROR(store_->UpsertAttempt(a));
+    }
+    TAU_RETURN_IF_ERROR(store_->UpdateJob(job.rec));
+    TAU_ASSIGN_OR_RETURN(event_id, store_->AppendEvent(event));
+    return txn.Commit();
+  }();
+  if (!st.ok()) {
+    job.deferred = pending;
+    return st;
   }
-  TAU_RETURN_IF_ERROR(store_->UpdateJob(job.rec));
-  TAU_ASSIGN_OR_RETURN(int64_t id, store_->AppendEvent(event));
-  TAU_RETURN_IF_ERROR(txn.Commit());
-  last_event_id_ = id;
+  last_event_id_ = event_id;
   return Status::Ok();
 }
 
