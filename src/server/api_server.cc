@@ -296,6 +296,13 @@ class ApiServer::Impl {
       if (trace.empty() || trace.size() > 64) trace = log::NewTraceId();
       request_trace.emplace(trace);
       res.set_header("X-Trace-Id", trace);
+      // A request with neither Content-Length nor Transfer-Encoding has no
+      // body (RFC 9112, 6.3); httplib would read one until the client
+      // closes, so a bare `curl -X POST` would wait for the read timeout.
+      if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+        // httplib hands the request over as const; it is its own object.
+        const_cast<httplib::Request&>(req).headers.emplace("Content-Length", "0");
+      }
       if (Refuse(req, res)) {
         request_unrouted = true;
         return httplib::Server::HandlerResponse::Handled;

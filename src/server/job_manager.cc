@@ -211,8 +211,22 @@ void JobManager::RetryStoreWrites() {
     if (!CommitFoundStart(*job->second, it->second).ok()) break;  // still full: all wait
     it = unrecorded_starts_.erase(it);
   }
+  // Ends in the order they happened (by attempt within a job).
+  std::vector<std::pair<std::pair<std::string, int64_t>, store::EventRecord>> ends(unrecorded_ends_.begin(),
+                                                                                   unrecorded_ends_.end());
+  std::stable_sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) { return a.second.at < b.second.at; });
+  for (const auto& [key, event] : ends) {
+    auto job = jobs_by_id_.find(key.first);
+    if (job == jobs_by_id_.end()) {
+      unrecorded_ends_.erase(key);
+      continue;
+    }
+    if (!CommitEnd(*job->second, key.second, event).ok()) break;  // still full: all wait
+    unrecorded_ends_.erase(key);
+    if (!HasUnrecordedEnd(key.first)) SealEvidence(*job->second);
+  }
   if (disk_full_) ProbeStore();
-  if (disk_full_ || !unrecorded_starts_.empty()) ArmStoreRetry();
+  if (disk_full_ || !unrecorded_starts_.empty() || !unrecorded_ends_.empty()) ArmStoreRetry();
   Publish();
 }
 
@@ -304,7 +318,43 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
   return result;
 }
 
+Result<std::shared_ptr<const JobView>> JobManager::FindRepeatedSubmit(const SubmitRequest& req) {
+  if (req.request_id.empty()) return std::shared_ptr<const JobView>();
+  TAU_ASSIGN_OR_RETURN(spec::JobSpec spec, DecodeSpec(req.spec_json));
+  return FindRepeatedSubmit(req, Sha256Hex(spec::JobSpecToJson(spec)));  // as NewJobRecord has it
+}
+
+Result<std::shared_ptr<const JobView>> JobManager::FindRepeatedSubmit(const SubmitRequest& req,
+                                                                      const std::string& spec_sha256) {
+  if (req.request_id.empty()) return std::shared_ptr<const JobView>();
+  TAU_RETURN_IF_ERROR(CheckRequestId(req.request_id));
+  TAU_ASSIGN_OR_RETURN(auto seen, store_->FindSubmitRequest(req.request_id));
+  if (!seen) return std::shared_ptr<const JobView>();
+  if (seen->spec_sha256 != spec_sha256) {
+    return InvalidArgumentError(fmt::format("request_id \"{}\" was already used to submit another spec (job {}); "
+                                            "each submit needs a new request_id",
+                                            req.request_id, seen->job_id));
+  }
+  auto job = Find(seen->job_id);
+  if (!job.ok()) {
+    return AlreadyExistsError(fmt::format("request_id \"{}\" already submitted job {}, which has been removed",
+                                          req.request_id, seen->job_id));
+  }
+  if ((*job)->rec.snapshot_digest != req.snapshot_digest) {
+    return InvalidArgumentError(fmt::format("request_id \"{}\" was already used to submit the same spec with "
+                                            "another code snapshot (job {}); each submit needs a new request_id",
+                                            req.request_id, seen->job_id));
+  }
+  if (!(*job)->view) Publish();
+  return (*job)->view;
+}
+
 Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRequest& req, const PreparedJob& prepared) {
+  const spec::JobSpec& spec = prepared.spec;
+  store::JobRecord rec = NewJobRecord(req, prepared);
+  // A repeat is answered with its job even on a full disk: it writes nothing.
+  TAU_ASSIGN_OR_RETURN(auto repeated, FindRepeatedSubmit(req, rec.spec_sha256));
+  if (repeated) return repeated;
   // On a disk known to be full, a probe tells whether space came back
   // before anything is checked or written.
   if (disk_full_) ProbeStore();
@@ -312,31 +362,6 @@ Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRe
     return ResourceExhaustedError(fmt::format(
         "the disk of the database {} is full ({}); submits are refused until space is freed",
         home_.database().string(), store_message_));
-  }
-  const spec::JobSpec& spec = prepared.spec;
-  store::JobRecord rec = NewJobRecord(req, prepared);
-  if (!req.request_id.empty()) {
-    TAU_RETURN_IF_ERROR(CheckRequestId(req.request_id));
-    TAU_ASSIGN_OR_RETURN(auto seen, store_->FindSubmitRequest(req.request_id));
-    if (seen) {
-      if (seen->spec_sha256 != rec.spec_sha256) {
-        return InvalidArgumentError(fmt::format("request_id \"{}\" was already used to submit another spec (job {}); "
-                                                "each submit needs a new request_id",
-                                                req.request_id, seen->job_id));
-      }
-      auto job = Find(seen->job_id);
-      if (!job.ok()) {
-        return AlreadyExistsError(fmt::format("request_id \"{}\" already submitted job {}, which has been removed",
-                                              req.request_id, seen->job_id));
-      }
-      if ((*job)->rec.snapshot_digest != req.snapshot_digest) {
-        return InvalidArgumentError(fmt::format("request_id \"{}\" was already used to submit the same spec with "
-                                                "another code snapshot (job {}); each submit needs a new request_id",
-                                                req.request_id, seen->job_id));
-      }
-      if (!(*job)->view) Publish();
-      return (*job)->view;
-    }
   }
   if (jobs_by_id_.count(prepared.id)) return AbortedError(fmt::format("job id {} is taken; submit again", prepared.id));
   if (spec.run.workload_kind == spec::WorkloadKind::kRayJob) {

@@ -199,6 +199,11 @@ class JobManager {
   Result<PreparedJob> PrepareSubmit(const SubmitRequest& request) const;
   // Removes the folder of a prepared job that was not submitted.
   void DiscardPrepared(const PreparedJob& prepared) const;
+  // The job a submit with the same `request.request_id` already made
+  // (whether or not the disk has room now), nullptr when the id is new or
+  // absent; an error when the id was used for another spec or code, or its
+  // job was removed. Runs on the loop, before anything is unpacked.
+  Result<std::shared_ptr<const JobView>> FindRepeatedSubmit(const SubmitRequest& request);
   // Queued jobs end at once; running ones get SIGTERM, then SIGKILL after
   // their grace period, and end Cancelled when their process is gone.
   Result<std::shared_ptr<const JobView>> Cancel(const std::string& id_or_name);
@@ -417,6 +422,7 @@ class JobManager {
   void RemoveOrphanFiles();
   // Submit's checks and commit; the caller removes the folder on an error.
   Result<std::shared_ptr<const JobView>> SubmitPrepared(const SubmitRequest& request, const PreparedJob& prepared);
+  Result<std::shared_ptr<const JobView>> FindRepeatedSubmit(const SubmitRequest& request, const std::string& spec_sha256);
   // The job as the admission engine sees it; NotFound when its priority
   // class does not exist.
   Result<sched::Workload> ToWorkload(const Job& job) const;
@@ -609,6 +615,16 @@ class JobManager {
   std::map<std::string, int64_t> unrecorded_starts_;
   // Commits that attempt `n` of `job`, found after a restart, runs.
   Status CommitFoundStart(Job& job, int64_t n);
+  // Ends of attempts whose commit failed (job id and attempt number -> the
+  // event that tells it, with its time): the job shows the end, the
+  // database does not have it yet. RetryStoreWrites commits them, then
+  // seals the evidence; until then the job is kept in memory (not
+  // Evictable), so it is never read back as still running.
+  std::map<std::pair<std::string, int64_t>, store::EventRecord> unrecorded_ends_;
+  // Commits the end of `job`'s attempt `number` as the job now stands: the
+  // attempt's record, the job's record and `event`, in one transaction.
+  Status CommitEnd(Job& job, int64_t number, const store::EventRecord& event);
+  bool HasUnrecordedEnd(const std::string& id) const;
   // Follows every write of the store: a full disk (ResourceExhausted)
   // enters the DiskFull condition, logged once and published; the next
   // write that succeeds leaves it.

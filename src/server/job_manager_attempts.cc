@@ -472,21 +472,59 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
     std::error_code ec;
     fs::remove_all(RayTempDir(job.rec.id, attempt.number), ec);
   }
-  auto txn = store_->Begin();
-  Status st = txn.status();
-  if (st.ok()) st = SaveAttempt(job, attempt);
-  if (st.ok()) st = SaveJob(job);
-  if (st.ok()) {
-    st = AppendEvent(job, state == JobState::kQueued ? "Requeued" : std::string(store::JobStateName(state)), reason,
-                     message);
+  job.view.reset();
+  bool found = false;
+  for (auto& a : job.attempts) {
+    if (a.number == attempt.number) {
+      a = attempt;
+      found = true;
+    }
   }
-  if (st.ok()) st = txn->Commit();
-  if (!st.ok()) LogStoreFailure(job, st);
+  if (!found) job.attempts.push_back(attempt);
+  const store::EventRecord event{0, job.rec.id, NowMs(),
+                                 state == JobState::kQueued ? "Requeued" : std::string(store::JobStateName(state)),
+                                 reason, message};
+  Status st = CommitEnd(job, attempt.number, event);
+  if (!st.ok()) {
+    // Kept, shown as ended, and written when the disk has room again.
+    LogStoreFailure(job, st);
+    unrecorded_ends_[{job.rec.id, attempt.number}] = event;
+    ArmStoreRetry();
+  }
   if (state == JobState::kRetrying) ArmRetryTimer();
   FollowMetricsFile(job);  // its last lines
   job.progress_stalled = false;
   RefreshCheckpoints(job);
-  SealEvidence(job);  // once it has ended
+  SealEvidence(job);  // once it has ended and its end is recorded
+}
+
+Status JobManager::CommitEnd(Job& job, int64_t number, const store::EventRecord& event) {
+  job.view.reset();
+  // Its deferred writes go first, in the same transaction; kept for the
+  // next try when it does not commit.
+  const Job::Deferred pending = job.deferred;
+  int64_t event_id = 0;
+  Status st = [&]() -> Status {
+    TAU_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+    TAU_RETURN_IF_ERROR(WriteDeferred(job, /*record_follows=*/true));
+    for (const auto& a : job.attempts) {
+      if (a.number == number) TAU_RETURN_IF_ERROR(store_->UpsertAttempt(a));
+    }
+    TAU_RETURN_IF_ERROR(store_->UpdateJob(job.rec));
+    TAU_ASSIGN_OR_RETURN(event_id, store_->AppendEvent(event));
+    return txn.Commit();
+  }();
+  if (!st.ok()) {
+    job.deferred = pending;
+    return st;
+  }
+  last_event_id_ = event_id;
+  return Status::Ok();
+}
+
+bool JobManager::HasUnrecordedEnd(const std::string& id) const {
+  auto it = unrecorded_ends_.lower_bound({id, 0});
+  return it != unrecorded_ends_.end() && it->first.first == id;
 }
 
 }  // namespace tau::server

@@ -3,6 +3,7 @@
 
 #include "server/api_http.h"
 #include "server/job_manager_test_fixture.h"
+#include "server/submit_off_loop.h"
 #include "store/fault_vfs.h"
 
 namespace tau::server {
@@ -109,6 +110,97 @@ TEST_F(DiskFullTest, ACancelThatCannotBeCommittedIsRefusedButTheJobIsStillSignal
       EXPECT_EQ(j.state, JobState::kCancelled);
     }
   }
+}
+
+TEST_F(DiskFullTest, AnEndThatCannotBeCommittedIsKeptAndCommittedOnceSpaceReturns) {
+  FakeRunner runner;
+  std::vector<std::function<void()>> deferred;
+  tweak_ = [&](JobManagerOptions& o) {
+    o.after = [](std::chrono::milliseconds, std::function<void()>) {};
+    o.defer = [&](std::function<void()> task) { deferred.push_back(std::move(task)); };
+  };
+  auto run_deferred = [&] {
+    while (!deferred.empty()) {
+      auto tasks = std::move(deferred);
+      deferred.clear();
+      for (auto& task : tasks) task();
+    }
+  };
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  run_deferred();  // the admission pass
+  ASSERT_EQ(View(id)->job.state, JobState::kRunning);
+  const size_t events_before = store_->LoadEvents(id, 0, 1000)->size();
+
+  // The job ends while the disk is full: its end cannot be written.
+  vfs_->SetDiskFull(true);
+  exec::ExitStatus s;
+  s.exit_code = 0;
+  runner.statuses[StatusPath(id, 1)] = s;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  run_deferred();  // where an ended job would be let go of
+  EXPECT_EQ(View(id)->job.state, JobState::kSucceeded) << "shown as it ended, not as the database still has it";
+  EXPECT_TRUE(View(id)->job.evidence.empty()) << "sealed only once its end is recorded";
+  std::vector<store::JobRecord> records = *store_->LoadJobs();
+  for (const auto& rec : records) {
+    EXPECT_EQ(rec.state, JobState::kRunning) << "nothing was written";
+  }
+
+  // Space returns: the next retry writes the end, once.
+  vfs_->SetDiskFull(false);
+  clock_.Advance(JobManager::kStoreRetryDelay);
+  jobs->RetryStoreWrites();
+  run_deferred();
+  EXPECT_FALSE(jobs->DiskFull());
+  EXPECT_EQ(View(id)->job.state, JobState::kSucceeded);
+  EXPECT_FALSE(View(id)->job.evidence.empty()) << "sealed once the end is recorded";
+  records = *store_->LoadJobs();
+  for (const auto& rec : records) {
+    EXPECT_EQ(rec.state, JobState::kSucceeded) << rec.id;
+    EXPECT_EQ(rec.exit_code, 0);
+  }
+  std::vector<store::AttemptRecord> attempts = *store_->LoadAttempts();
+  for (const auto& a : attempts) {
+    EXPECT_EQ(a.state, store::AttemptState::kSucceeded) << a.job_id << " attempt " << a.number;
+  }
+  std::vector<store::EventRecord> events = *store_->LoadEvents(id, 0, 1000);
+  ASSERT_EQ(events.size(), events_before + 1);
+  EXPECT_EQ(events.back().type, "Succeeded");
+  jobs->RetryStoreWrites();
+  EXPECT_EQ(store_->LoadEvents(id, 0, 1000)->size(), events_before + 1) << "written once";
+}
+
+TEST_F(DiskFullTest, ASubmitSentAgainWithItsRequestIdGetsItsJobOnAFullDisk) {
+  FakeRunner runner;
+  int unpacked = 0;
+  tweak_ = [&](JobManagerOptions& o) {
+    o.after = [](std::chrono::milliseconds, std::function<void()>) {};
+    o.on_snapshot_unpacked = [&] { ++unpacked; };
+  };
+  auto jobs = Manager(&runner);
+  ControlLoop loop;
+  SubmitRequest req = Request(kJob);
+  req.request_id = "r_full";
+  auto first = SubmitOffLoop(loop, *jobs, req);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+
+  // The answer was lost, and meanwhile the disk filled up.
+  vfs_->SetDiskFull(true);
+  auto other = SubmitOffLoop(loop, *jobs, Request(kJob));
+  ASSERT_FALSE(other.ok());
+  ASSERT_TRUE(loop.Call([&] { return jobs->DiskFull(); }));
+  unpacked = 0;
+  auto again = SubmitOffLoop(loop, *jobs, req);
+  ASSERT_TRUE(again.ok()) << "the job exists: " << again.status().ToString();
+  EXPECT_EQ((*again)->job.id, (*first)->job.id);
+  EXPECT_EQ(unpacked, 0) << "a repeat unpacks no snapshot (a full disk has no room for it)";
+  // Another spec under the same id is still refused.
+  SubmitRequest changed = Request("name: changed\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n");
+  changed.request_id = "r_full";
+  auto refused = SubmitOffLoop(loop, *jobs, changed);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  loop.Stop();
 }
 
 TEST_F(DiskFullTest, ADaemonStartingOnAFullDiskServesWhatItHasAndCatchesUpWhenSpaceReturns) {

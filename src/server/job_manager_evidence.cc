@@ -145,6 +145,9 @@ void JobManager::SealEvidence(Job& job) {
     return;  // being sealed, kept no evidence, already sealed, or still going
   }
   if (job.indexing) return;  // sealed once its final checkpoint index is in (ApplyCheckpointIndex)
+  // Sealed once its end is in the database (RetryStoreWrites): the capsule
+  // holds the job's events as recorded.
+  if (HasUnrecordedEnd(job.rec.id)) return;
   job.sealing_evidence = true;
   auto submit = ReadFile(home_.blob(job.rec.evidence_submit));
   auto events = store_->LoadEvents(job.rec.id, 0, 1'000'000);

@@ -22,7 +22,7 @@ constexpr int kPruneBatch = 500;
 
 bool JobManager::Evictable(const Job& job) const {
   if (!store::IsTerminal(job.rec.state) || job.holds_resources || job.sealing_evidence || job.indexing ||
-      job.index_again || job.deferred.any()) {
+      job.index_again || job.deferred.any() || HasUnrecordedEnd(job.rec.id)) {
     return false;
   }
   for (const auto& rank : job.ranks) {

@@ -3,6 +3,12 @@
 namespace tau::server {
 
 Result<std::shared_ptr<const JobView>> SubmitOffLoop(ControlLoop& loop, JobManager& jobs, const SubmitRequest& request) {
+  // A submit sent again (its answer was lost) gets its job without a new
+  // folder: nothing to unpack, so it is answered on a full disk too.
+  if (!request.request_id.empty()) {
+    auto repeated = loop.Call([&] { return jobs.FindRepeatedSubmit(request); });
+    if (!repeated.ok() || *repeated) return repeated;
+  }
   TAU_ASSIGN_OR_RETURN(PreparedJob prepared, jobs.PrepareSubmit(request));
   auto result = loop.Call([&] { return jobs.Submit(request, prepared); });
   // Submit removes the folder it does not use; this also covers a task

@@ -375,6 +375,21 @@ TEST_F(ApiTest, BodiesThatAreNotJsonOrTooLargeAreRefused) {
   EXPECT_JSON_ERROR(Call("POST", "/api/v1/jobs", "", R"({"spec": {}, "snapshot": 5})"), 400, "InvalidArgument");
 }
 
+TEST_F(ApiTest, ARequestWithoutContentLengthOrChunksHasNoBody) {
+  // `curl -X POST URL` sends neither header: the request has no body
+  // (RFC 9112, 6.3), and is answered at once, not after a read timeout.
+  auto bodiless = [&](const std::string& method, const std::string& target) {
+    RawHttp http(ApiUrl());
+    EXPECT_TRUE(http.Send(method + " " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ApiToken() +
+                          "\r\n\r\n"));
+    return Parse(http.ReadResponse(/*timeout_ms=*/20000));
+  };
+  EXPECT_JSON_ERROR(bodiless("POST", "/api/v1/jobs/nope/hold"), 404, "NotFound");
+  EXPECT_JSON_ERROR(bodiless("POST", "/api/v1/jobs"), 400, "InvalidArgument");
+  EXPECT_JSON_ERROR(bodiless("PATCH", "/api/v1/jobs"), 405, "InvalidArgument");
+  EXPECT_JSON_ERROR(bodiless("PUT", "/api/v1/jobs"), 405, "InvalidArgument");
+}
+
 TEST_F(ApiTest, AUnicodeNameCutShortInAnErrorStaysValidJson) {
   std::string name;
   for (int i = 0; i < 25; ++i) name += "\xc3\xa9";  // é: cut anywhere, it could be split
