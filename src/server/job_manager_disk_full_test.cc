@@ -113,7 +113,7 @@ TEST_F(DiskFullTest, ACancelThatCannotBeCommittedIsRefusedButTheJobIsStillSignal
 }
 
 TEST_F(DiskFullTest, AnEndThatCannotBeCommittedIsKeptAndCommittedOnceSpaceReturns) {
-  FakeRunner runner;
+  FakeExecutor runner;
   std::vector<std::function<void()>> deferred;
   tweak_ = [&](JobManagerOptions& o) {
     o.after = [](std::chrono::milliseconds, std::function<void()>) {};
@@ -171,7 +171,7 @@ TEST_F(DiskFullTest, AnEndThatCannotBeCommittedIsKeptAndCommittedOnceSpaceReturn
 }
 
 TEST_F(DiskFullTest, ASubmitSentAgainWithItsRequestIdGetsItsJobOnAFullDisk) {
-  FakeRunner runner;
+  FakeExecutor runner;
   int unpacked = 0;
   tweak_ = [&](JobManagerOptions& o) {
     o.after = [](std::chrono::milliseconds, std::function<void()>) {};
