@@ -307,6 +307,17 @@ TEST(KueueConfigTest, TheRequeuingStrategyOfWaitForPodsReadyIsRead) {
                                          "waitForPodsReady.requeuingStrategy; did you mean \"backoffLimitCount\"?"));
 }
 
+// A quoted name never closed swallows the documents after it into one
+// string; it is a syntax error at the opening quote, and nothing is applied.
+TEST(KueueConfigTest, AnUnterminatedQuoteIsAnErrorAtTheQuote) {
+  Decoded d = Decode("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: \"f\n---\n"
+                     "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: g\n");
+  EXPECT_FALSE(d.ok);
+  EXPECT_EQ(d.diagnostics,
+            "kueue.yaml:4:9: error: invalid YAML: this quoted string is never closed (its closing quote is missing)\n");
+  EXPECT_TRUE(d.out.config.resource_flavors.empty());
+}
+
 TEST(KueueConfigTest, CommentsAndEmptyDocumentsAreFine) {
   Decoded d = Decode("# nothing here\n---\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
                      "metadata:\n  name: f\n---\n# trailing\n");
