@@ -318,6 +318,18 @@ TEST(KueueConfigTest, AnUnterminatedQuoteIsAnErrorAtTheQuote) {
   EXPECT_TRUE(d.out.config.resource_flavors.empty());
 }
 
+// A tag that says the value is not an integer is an error on an integer
+// field, even when the text would read as one.
+TEST(KueueConfigTest, AFloatTagOnAnIntegerFieldIsAnError) {
+  Decoded d = Decode("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: high\n"
+                     "value: !!float 1000\n");
+  EXPECT_FALSE(d.ok);
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:5:8: error: WorkloadPriorityClass: \"value\" must be an integer"));
+  Decoded fine = Decode("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: high\n"
+                        "value: !!int 1000\n");
+  EXPECT_TRUE(fine.ok) << fine.diagnostics;
+}
+
 TEST(KueueConfigTest, CommentsAndEmptyDocumentsAreFine) {
   Decoded d = Decode("# nothing here\n---\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
                      "metadata:\n  name: f\n---\n# trailing\n");
