@@ -4,8 +4,9 @@
 // its events into our own Node tree, enforcing size, depth and node limits as
 // it goes (so alias bombs and deep nesting fail fast). It also reports what
 // libyaml accepts and a job spec must not hold: duplicate keys, aliases to
-// unknown anchors, tags other than the core schema's, and a core tag on a
-// value that does not have its form (`!!int abc`).
+// unknown anchors, an anchor name defined twice, tags other than the core
+// schema's, and a core tag on a value that does not have its form
+// (`!!int abc`).
 
 #include <fmt/format.h>
 #include <yaml.h>
@@ -240,7 +241,12 @@ class TreeBuilder {
 
   void Add(Node n, const void* anchor_name) {
     if (anchor_name) {
-      anchors_[reinterpret_cast<const char*>(anchor_name)] = {n, CountNodes(n)};
+      // YAML lets a later anchor take over a name; parsers disagree on what an
+      // alias then means (PyYAML refuses), so a document must not do it.
+      std::string name = reinterpret_cast<const char*>(anchor_name);
+      if (!anchors_.emplace(name, std::pair<Node, size_t>{n, CountNodes(n)}).second) {
+        throw StopParsing{n.location, fmt::format("anchor &{} is defined twice; give each anchor its own name", name)};
+      }
     }
     if (stack_.empty()) {
       root_ = std::move(n);

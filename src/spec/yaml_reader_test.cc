@@ -124,6 +124,8 @@ TEST(YamlReaderTest, RejectsWhatTheGrammarRejects) {
   EXPECT_THAT(Errors("- a\nb: 1\n"), HasSubstr("f.yaml:2:1: error: invalid YAML: "));
   EXPECT_THAT(Errors("%YAML 1.2\na: 1\n"), HasSubstr("f.yaml:"));
   EXPECT_THAT(Errors("a: *nope\n"), HasSubstr("f.yaml:1:4: error: alias *nope refers to no anchor"));
+  EXPECT_THAT(Errors("a: &x 1\nb: &x 2\nc: *x\n"),
+              HasSubstr("f.yaml:2:4: error: anchor &x is defined twice; give each anchor its own name"));
 }
 
 TEST(YamlReaderTest, CoreTagsAreKeptAndMustFitTheText) {
