@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "spec/yaml_tree.h"
+
 namespace tau::kube {
 namespace {
 
@@ -310,6 +312,22 @@ std::optional<std::string> ProcessEnv(const char* name) {
 
 Result<KubeConfig> ParseKubeconfig(std::string_view text, const std::string& path, std::string_view context) {
   Doc doc(path);
+  // yaml-cpp accepts some malformed YAML (a quoted string never closed); the
+  // project's strict reader checks the text first, and yaml-cpp reads it only
+  // once it is known to be well formed.
+  spec::ReadLimits limits;
+  limits.max_bytes = 64 << 20;  // embedded certificates make kubeconfigs large
+  limits.max_nodes = 1000000;
+  limits.max_depth = 64;
+  spec::Diagnostics diags;
+  spec::Node checked;
+  if (!spec::ReadYaml(text, path, limits, &checked, &diags) || diags.has_errors()) {
+    spec::Diagnostic first = diags.Sorted().front();
+    std::string message = first.message;
+    if (message.starts_with("invalid YAML: ")) message = message.substr(14);
+    return InvalidArgumentError(fmt::format("{}:{}:{}: not valid YAML: {}", path, first.location.line,
+                                            first.location.column, message));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));

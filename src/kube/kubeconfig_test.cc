@@ -144,6 +144,19 @@ TEST_F(KubeconfigTest, BrokenYamlNamesLineAndColumn) {
   EXPECT_THAT(c.error().message(), HasSubstr("not valid YAML"));
 }
 
+// yaml-cpp alone reads a quoted server address never closed as a string
+// holding the rest of the file; the strict reader refuses it at the quote.
+TEST_F(KubeconfigTest, AnUnterminatedQuoteIsNotValidYamlAtTheQuote) {
+  std::string path = Write("config",
+                           "clusters:\n  - name: c\n    cluster:\n      server: \"https://k:6443\n"
+                           "contexts:\n  - name: x\n    context: {cluster: c, user: u}\ncurrent-context: x\n");
+  Result<KubeConfig> c = LoadKubeconfig(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.error().message(),
+              HasSubstr(path + ":4:15: not valid YAML: this quoted string is never closed"));
+}
+
 TEST_F(KubeconfigTest, StructuralErrorsNameTheKeyPath) {
   struct Case {
     std::string text;

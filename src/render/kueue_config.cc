@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -38,6 +39,13 @@ json ToJson(const Node& n) {
   }
   if (n.quoted) return n.scalar;
   const std::string& s = n.scalar;
+  // An explicit core tag fixes the type (the reader checked the form).
+  if (n.tag == "float") {
+    char* end = nullptr;
+    double d = std::strtod(s.c_str(), &end);
+    if (end == s.c_str() + s.size() && std::isfinite(d)) return d;
+    return s;
+  }
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
   int64_t i = 0;
@@ -45,6 +53,9 @@ json ToJson(const Node& n) {
   if (ec == std::errc() && end == s.data() + s.size()) return i;
   return s;
 }
+
+// False when an explicit tag (`!!float 1`) says the value is not an integer.
+bool IntegerTag(const Node& n) { return n.tag.empty() || n.tag == "int"; }
 
 class Decoder {
  public:
@@ -267,7 +278,7 @@ std::optional<sched::RequeuingStrategy> DecodeWaitForPodsReady(const Node& w, bo
       const Node* v = r->Find(key);
       if (!v) return;
       int64_t n = 0;
-      auto [end, ec] = v->IsScalar() ? std::from_chars(v->scalar.data(), v->scalar.data() + v->scalar.size(), n)
+      auto [end, ec] = v->IsScalar() && IntegerTag(*v) ? std::from_chars(v->scalar.data(), v->scalar.data() + v->scalar.size(), n)
                                      : std::from_chars_result{nullptr, std::errc::invalid_argument};
       if (ec != std::errc() || end != v->scalar.data() + v->scalar.size() || n < min) {
         diags->Error(v->location, fmt::format("waitForPodsReady.requeuingStrategy.{}: expected a whole number >= {}, "
@@ -538,7 +549,7 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
     pc.name = name;
     const Node* value = doc.Find("value");
     int64_t v = 0;
-    if (!value || !value->IsScalar() || value->quoted ||
+    if (!value || !value->IsScalar() || value->quoted || !IntegerTag(*value) ||
         std::from_chars(value->scalar.data(), value->scalar.data() + value->scalar.size(), v).ec != std::errc()) {
       diags->Error(value ? value->location : doc.location, "WorkloadPriorityClass: \"value\" must be an integer");
     }

@@ -307,6 +307,29 @@ TEST(KueueConfigTest, TheRequeuingStrategyOfWaitForPodsReadyIsRead) {
                                          "waitForPodsReady.requeuingStrategy; did you mean \"backoffLimitCount\"?"));
 }
 
+// A quoted name never closed swallows the documents after it into one
+// string; it is a syntax error at the opening quote, and nothing is applied.
+TEST(KueueConfigTest, AnUnterminatedQuoteIsAnErrorAtTheQuote) {
+  Decoded d = Decode("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: \"f\n---\n"
+                     "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: g\n");
+  EXPECT_FALSE(d.ok);
+  EXPECT_EQ(d.diagnostics,
+            "kueue.yaml:4:9: error: invalid YAML: this quoted string is never closed (its closing quote is missing)\n");
+  EXPECT_TRUE(d.out.config.resource_flavors.empty());
+}
+
+// A tag that says the value is not an integer is an error on an integer
+// field, even when the text would read as one.
+TEST(KueueConfigTest, AFloatTagOnAnIntegerFieldIsAnError) {
+  Decoded d = Decode("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: high\n"
+                     "value: !!float 1000\n");
+  EXPECT_FALSE(d.ok);
+  EXPECT_THAT(d.diagnostics, HasSubstr("kueue.yaml:5:8: error: WorkloadPriorityClass: \"value\" must be an integer"));
+  Decoded fine = Decode("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: high\n"
+                        "value: !!int 1000\n");
+  EXPECT_TRUE(fine.ok) << fine.diagnostics;
+}
+
 TEST(KueueConfigTest, CommentsAndEmptyDocumentsAreFine) {
   Decoded d = Decode("# nothing here\n---\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
                      "metadata:\n  name: f\n---\n# trailing\n");

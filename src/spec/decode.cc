@@ -180,7 +180,17 @@ class Decoder {
 
   // ---- scalars ---------------------------------------------------------
 
+  // An explicit tag (`!!float 1`) that names another type than the field's
+  // is an error: the author said the value is something the field is not.
+  bool TagFits(const Node& n, std::string_view path, std::string_view want, std::string_view what) {
+    if (n.tag.empty() || n.tag == want) return true;
+    diags_->Error(n.location, fmt::format("{}: expected {}, but the value is tagged !!{} (remove the tag)",
+                                          path, what, n.tag));
+    return false;
+  }
+
   bool String(const Node& n, std::string_view path, std::string* out) {
+    if (!TagFits(n, path, "str", "a string")) return false;
     if (n.IsScalar()) {
       *out = n.scalar;
       return true;
@@ -199,6 +209,7 @@ class Decoder {
   }
 
   bool Integer(const Node& n, std::string_view path, int64_t min, int64_t max, int64_t* out) {
+    if (!TagFits(n, path, "int", "an integer")) return false;
     if (!n.IsScalar() || n.quoted) {
       std::string hint = n.quoted ? " (remove the quotes)" : "";
       diags_->Error(n.location, fmt::format("{}: expected an integer, got {}{}", path,
@@ -230,6 +241,7 @@ class Decoder {
 
   bool PositiveQuantity(const Node& n, std::string_view path, Quantity* out) {
     std::string text;
+    if (n.tag == "bool" || n.tag == "null") return TagFits(n, path, "", "a quantity");
     if (!n.IsScalar()) {
       diags_->Error(n.location, fmt::format("{}: expected a quantity such as 500m, 4 or 64Gi, got {}",
                                             path, n.Describe()));
@@ -249,6 +261,7 @@ class Decoder {
   }
 
   bool DurationValue(const Node& n, std::string_view path, Duration* out) {
+    if (!TagFits(n, path, "str", "a duration")) return false;
     if (!n.IsScalar()) {
       diags_->Error(n.location, fmt::format("{}: expected a duration such as 30s, 5m or 1h30m, got {}",
                                             path, n.Describe()));

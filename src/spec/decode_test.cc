@@ -144,6 +144,21 @@ compute:
   EXPECT_THAT(loaded.diagnostics, HasSubstr("job.yaml:8:11: error: compute.memory: \"64GB\": unknown suffix \"GB\""));
 }
 
+// An explicit tag says what type the author meant; one that is not the
+// field's type is an error even when the text would parse as that type.
+TEST(DecodeTest, TagsThatContradictTheFieldTypeAreErrors) {
+  auto err = [](const std::string& body) {
+    return LoadText("schema_version: 1\nname: a\nrun: {entrypoint: x.py}\n" + body).diagnostics;
+  };
+  EXPECT_THAT(err("compute:\n  gpus: !!float 1\n"),
+              HasSubstr("job.yaml:5:9: error: compute.gpus: expected an integer, but the value is tagged !!float"));
+  EXPECT_THAT(err("compute:\n  cpus: !!bool true\n"),
+              HasSubstr("job.yaml:5:9: error: compute.cpus: expected a quantity, but the value is tagged !!bool"));
+  EXPECT_THAT(err("retry:\n  max_restarts: !!str 2\n"),
+              HasSubstr("job.yaml:5:17: error: retry.max_restarts: expected an integer, but the value is tagged !!str"));
+  EXPECT_EQ(err("compute:\n  gpus: !!int 1\n  cpus: !!float 1.5\n"), "");
+}
+
 TEST(DecodeTest, SuggestsTheRightSectionForMisplacedFields) {
   auto loaded = LoadText("schema_version: 1\nname: a\ngpus: 2\nrun: {entrypoint: x}\n");
   EXPECT_THAT(loaded.diagnostics,

@@ -20,7 +20,11 @@ StringPairs ParseEnvFile(std::string_view text, std::string_view file_name, Diag
     size_t first = line.find_first_not_of(" \t");
     if (first == std::string::npos || line[first] == '#') continue;
     line = line.substr(first);
-    if (line.starts_with("export ")) line = line.substr(7);
+    size_t column = first + 1;  // of line[0] in the file
+    if (line.starts_with("export ")) {
+      line = line.substr(7);
+      column += 7;
+    }
     size_t eq = line.find('=');
     if (eq == std::string::npos) {
       diags->Error(at, "expected KEY=VALUE");
@@ -28,7 +32,15 @@ StringPairs ParseEnvFile(std::string_view text, std::string_view file_name, Diag
     }
     std::string key = line.substr(0, eq);
     std::string value = line.substr(eq + 1);
-    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+    if (!value.empty() && (value.front() == '"' || value.front() == '\'')) {
+      // A value that opens a quote must close it on the same line; taking
+      // the text with its stray quote would hand the job a different secret.
+      if (value.size() < 2 || value.back() != value.front()) {
+        diags->Error(Location{std::string(file_name), line_no, static_cast<int>(column + eq + 1)},
+                     fmt::format("the {} quote that opens the value of {} is never closed on this line",
+                                 value.front() == '"' ? "double" : "single", key));
+        continue;
+      }
       value = value.substr(1, value.size() - 2);
     }
     if (Status st = CheckEnvVarName(key); !st.ok()) {

@@ -9,8 +9,9 @@ namespace tau::spec {
 
 // Parses an env file: one KEY=VALUE per line; blank lines and lines
 // starting with '#' are skipped; "export KEY=VALUE" is accepted; a value in
-// matching single or double quotes loses them. Names follow the rules of
-// runtime.env (valid, not reserved). Problems go to `diags` as FILE:LINE:1.
+// matching single or double quotes loses them; a value that opens a quote
+// and does not close it on its line is an error. Names follow the rules of
+// runtime.env (valid, not reserved). Problems go to `diags` as FILE:LINE:COL.
 StringPairs ParseEnvFile(std::string_view text, std::string_view file_name, Diagnostics* diags);
 
 }  // namespace tau::spec

@@ -1,13 +1,17 @@
-// The only file that uses yaml-cpp. It turns parser events into our own Node
-// tree, enforcing size, depth and node limits as it goes (so alias bombs and
-// deep nesting fail fast), and reports duplicate keys, which yaml-cpp accepts.
+// The only file that parses YAML. It drives libyaml's event parser (the
+// parser PyYAML uses, which rejects what the YAML grammar rejects: a quoted
+// scalar never closed, a key after a list at one level, and so on) and turns
+// its events into our own Node tree, enforcing size, depth and node limits as
+// it goes (so alias bombs and deep nesting fail fast). It also reports what
+// libyaml accepts and a job spec must not hold: duplicate keys, aliases to
+// unknown anchors, an anchor name defined twice, tags other than the core
+// schema's, and a core tag on a value that does not have its form
+// (`!!int abc`).
 
 #include <fmt/format.h>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/exceptions.h>
-#include <yaml-cpp/parser.h>
+#include <yaml.h>
 
-#include <sstream>
+#include <cctype>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -17,11 +21,13 @@
 namespace tau::spec {
 namespace {
 
-// Thrown inside the event handler to stop parsing; caught in ReadYaml.
+// Thrown inside the tree builder to stop parsing; caught in ReadYamlDocuments.
 struct StopParsing {
   Location where;
   std::string message;
 };
+
+constexpr std::string_view kCoreTagPrefix = "tag:yaml.org,2002:";
 
 size_t CountNodes(const Node& n) {
   size_t count = 1;
@@ -30,11 +36,69 @@ size_t CountNodes(const Node& n) {
   return count;
 }
 
-bool IsPlainNull(const std::string& s) {
+bool IsPlainNull(std::string_view s) {
   return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
 }
 
-class TreeBuilder final : public YAML::EventHandler {
+bool IsCoreBool(std::string_view s) {
+  return s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE";
+}
+
+// YAML 1.2 core schema integer: decimal, 0o octal or 0x hex.
+bool IsCoreInt(std::string_view s) {
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  int base = 10;
+  if (s.starts_with("0o")) {
+    base = 8;
+    s.remove_prefix(2);
+  } else if (s.starts_with("0x")) {
+    base = 16;
+    s.remove_prefix(2);
+  }
+  if (s.empty()) return false;
+  for (char c : s) {
+    bool digit = base == 16 ? std::isxdigit(static_cast<unsigned char>(c)) != 0
+                            : c >= '0' && c < static_cast<char>('0' + base);
+    if (!digit) return false;
+  }
+  return true;
+}
+
+// YAML 1.2 core schema float (an integer is a float too).
+bool IsCoreFloat(std::string_view s) {
+  if (s == ".inf" || s == ".Inf" || s == ".INF" || s == "+.inf" || s == "+.Inf" || s == "+.INF" ||
+      s == "-.inf" || s == "-.Inf" || s == "-.INF" || s == ".nan" || s == ".NaN" || s == ".NAN") {
+    return true;
+  }
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  size_t i = 0, digits = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
+  }
+  if (digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    size_t exp_start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    if (i == exp_start) return false;
+  }
+  return i == s.size();
+}
+
+std::string_view TagOf(const yaml_char_t* tag) {
+  return tag ? std::string_view(reinterpret_cast<const char*>(tag)) : std::string_view();
+}
+
+// Owns one libyaml event for the scope of a loop turn.
+struct Event {
+  yaml_event_t e{};
+  ~Event() { yaml_event_delete(&e); }
+};
+
+class TreeBuilder {
  public:
   TreeBuilder(std::string_view file, const ReadLimits& limits, Diagnostics* diags)
       : file_(file), limits_(limits), diags_(diags) {}
@@ -48,72 +112,101 @@ class TreeBuilder final : public YAML::EventHandler {
     anchors_.clear();
   }
 
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    Count(1, mark);
-    Node n;
-    n.kind = Node::Kind::kNull;
-    n.location = At(mark);
-    Add(std::move(n), anchor);
+  Location At(const yaml_mark_t& mark) const {
+    return Location{std::string(file_), static_cast<int>(mark.line) + 1,
+                    static_cast<int>(mark.column) + 1};
   }
 
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    auto it = anchors_.find(anchor);
-    if (it == anchors_.end()) throw StopParsing{At(mark), "alias to an unknown anchor"};
-    Count(it->second.second, mark);
-    Add(Node(it->second.first), 0);
-  }
-
-  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                const std::string& value) override {
-    Count(1, mark);
-    Node n;
-    n.location = At(mark);
-    if (tag == "?" && IsPlainNull(value)) {
-      n.kind = Node::Kind::kNull;
-    } else {
-      n.kind = Node::Kind::kScalar;
-      n.scalar = value;
-      if (tag == "!" || tag == "tag:yaml.org,2002:str") {
-        n.quoted = true;
-      } else if (tag == "tag:yaml.org,2002:null") {
-        n.kind = Node::Kind::kNull;
-      } else if (tag != "?" && tag != "tag:yaml.org,2002:int" &&
-                 tag != "tag:yaml.org,2002:float" && tag != "tag:yaml.org,2002:bool") {
-        diags_->Error(n.location, fmt::format("unsupported YAML tag \"{}\"; remove it", tag));
-      }
+  // Feeds one event (not stream or document start/end).
+  void Handle(const yaml_event_t& e) {
+    switch (e.type) {
+      case YAML_ALIAS_EVENT: OnAlias(e); break;
+      case YAML_SCALAR_EVENT: OnScalar(e); break;
+      case YAML_SEQUENCE_START_EVENT:
+        Open(Node::Kind::kSequence, e.start_mark, TagOf(e.data.sequence_start.tag),
+             e.data.sequence_start.anchor);
+        break;
+      case YAML_MAPPING_START_EVENT:
+        Open(Node::Kind::kMapping, e.start_mark, TagOf(e.data.mapping_start.tag),
+             e.data.mapping_start.anchor);
+        break;
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT: Close(); break;
+      default: break;
     }
-    Add(std::move(n), anchor);
   }
-
-  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value) override {
-    Open(Node::Kind::kSequence, mark, tag, anchor);
-  }
-  void OnSequenceEnd() override { Close(); }
-
-  void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value) override {
-    Open(Node::Kind::kMapping, mark, tag, anchor);
-  }
-  void OnMapEnd() override { Close(); }
 
  private:
   struct Frame {
     Node node;
-    YAML::anchor_t anchor = 0;
+    std::string anchor;
     bool has_key = false;
     Node key;
     std::unordered_set<std::string> keys;
   };
 
-  Location At(const YAML::Mark& mark) const {
-    return Location{std::string(file_), mark.line + 1, mark.column + 1};
+  void OnAlias(const yaml_event_t& e) {
+    std::string name(reinterpret_cast<const char*>(e.data.alias.anchor));
+    auto it = anchors_.find(name);
+    if (it == anchors_.end()) {
+      throw StopParsing{At(e.start_mark), fmt::format("alias *{} refers to no anchor &{} before it", name, name)};
+    }
+    Count(it->second.second, e.start_mark);
+    Add(Node(it->second.first), nullptr);
   }
 
-  void Count(size_t n, const YAML::Mark& mark) {
+  void OnScalar(const yaml_event_t& e) {
+    Count(1, e.start_mark);
+    const auto& sc = e.data.scalar;
+    std::string_view tag = TagOf(sc.tag);
+    Node n;
+    n.location = At(e.start_mark);
+    n.kind = Node::Kind::kScalar;
+    n.scalar.assign(reinterpret_cast<const char*>(sc.value), sc.length);
+    bool plain = sc.style == YAML_PLAIN_SCALAR_STYLE || sc.style == YAML_ANY_SCALAR_STYLE;
+    if (tag.empty()) {
+      if (plain && IsPlainNull(n.scalar)) {
+        n.kind = Node::Kind::kNull;
+      } else if (!plain) {
+        n.quoted = true;
+      }
+    } else if (tag == "!") {
+      n.quoted = true;  // the non-specific tag: a string
+    } else if (tag.starts_with(kCoreTagPrefix)) {
+      std::string_view type = tag.substr(kCoreTagPrefix.size());
+      n.tag = std::string(type);
+      CheckTaggedScalar(n, type);
+    } else {
+      diags_->Error(n.location, fmt::format("unsupported YAML tag \"{}\"; remove it", tag));
+    }
+    Add(std::move(n), sc.anchor);
+  }
+
+  // A core tag fixes the type; the text must have that type's form.
+  void CheckTaggedScalar(Node& n, std::string_view type) {
+    bool fits = true;
+    if (type == "str") {
+      n.quoted = true;
+    } else if (type == "null") {
+      fits = IsPlainNull(n.scalar);
+      n.kind = Node::Kind::kNull;
+    } else if (type == "bool") {
+      fits = IsCoreBool(n.scalar);
+    } else if (type == "int") {
+      fits = IsCoreInt(n.scalar);
+    } else if (type == "float") {
+      fits = IsCoreFloat(n.scalar);
+    } else {
+      diags_->Error(n.location, fmt::format("unsupported YAML tag \"!!{}\"; remove it", type));
+      return;
+    }
+    if (!fits) {
+      diags_->Error(n.location, fmt::format("\"{}\" is not a valid !!{}; fix the value or remove the tag",
+                                            ShortenUtf8(n.scalar, 40), type));
+    }
+  }
+
+  void Count(size_t n, const yaml_mark_t& mark) {
     node_count_ += n;
     if (node_count_ > limits_.max_nodes) {
       throw StopParsing{At(mark), fmt::format("document is too large: more than {} values (counting "
@@ -122,7 +215,7 @@ class TreeBuilder final : public YAML::EventHandler {
     }
   }
 
-  void Open(Node::Kind kind, const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor) {
+  void Open(Node::Kind kind, const yaml_mark_t& mark, std::string_view tag, const yaml_char_t* anchor) {
     Count(1, mark);
     if (static_cast<int>(stack_.size()) >= limits_.max_depth) {
       throw StopParsing{At(mark), fmt::format("nesting is deeper than {} levels", limits_.max_depth)};
@@ -130,9 +223,12 @@ class TreeBuilder final : public YAML::EventHandler {
     Frame f;
     f.node.kind = kind;
     f.node.location = At(mark);
-    f.anchor = anchor;
-    if (tag != "?" && tag != "!" && tag != "tag:yaml.org,2002:map" && tag != "tag:yaml.org,2002:seq") {
-      diags_->Error(f.node.location, fmt::format("unsupported YAML tag \"{}\"; remove it", tag));
+    if (anchor) f.anchor = reinterpret_cast<const char*>(anchor);
+    std::string_view want = kind == Node::Kind::kMapping ? "map" : "seq";
+    if (!tag.empty() && tag != "!" &&
+        !(tag.starts_with(kCoreTagPrefix) && tag.substr(kCoreTagPrefix.size()) == want)) {
+      diags_->Error(f.node.location, fmt::format("unsupported YAML tag \"{}\" on {}; remove it", tag,
+                                                 kind == Node::Kind::kMapping ? "a mapping" : "a list"));
     }
     stack_.push_back(std::move(f));
   }
@@ -140,11 +236,18 @@ class TreeBuilder final : public YAML::EventHandler {
   void Close() {
     Frame f = std::move(stack_.back());
     stack_.pop_back();
-    Add(std::move(f.node), f.anchor);
+    Add(std::move(f.node), f.anchor.empty() ? nullptr : f.anchor.c_str());
   }
 
-  void Add(Node n, YAML::anchor_t anchor) {
-    if (anchor != 0) anchors_[anchor] = {n, CountNodes(n)};
+  void Add(Node n, const void* anchor_name) {
+    if (anchor_name) {
+      // YAML lets a later anchor take over a name; parsers disagree on what an
+      // alias then means (PyYAML refuses), so a document must not do it.
+      std::string name = reinterpret_cast<const char*>(anchor_name);
+      if (!anchors_.emplace(name, std::pair<Node, size_t>{n, CountNodes(n)}).second) {
+        throw StopParsing{n.location, fmt::format("anchor &{} is defined twice; give each anchor its own name", name)};
+      }
+    }
     if (stack_.empty()) {
       root_ = std::move(n);
       done_ = true;
@@ -183,24 +286,51 @@ class TreeBuilder final : public YAML::EventHandler {
   const ReadLimits& limits_;
   Diagnostics* diags_;
   std::vector<Frame> stack_;
-  std::unordered_map<YAML::anchor_t, std::pair<Node, size_t>> anchors_;
+  std::unordered_map<std::string, std::pair<Node, size_t>> anchors_;
   size_t node_count_ = 0;
   bool skip_value_ = false;
   bool done_ = false;
   Node root_;
 };
 
-// yaml-cpp's messages are terse; say what usually causes them.
-std::string ExplainParserMessage(const std::string& msg) {
-  if (msg == "illegal map value") {
-    return "invalid YAML: unexpected ':' (a plain value cannot contain \": \"; quote it)";
+// libyaml's messages name the grammar; say what usually causes them, and
+// where the construct that failed began.
+void ReportParserError(const yaml_parser_t& p, std::string_view file, Diagnostics* diags) {
+  auto at = [&](const yaml_mark_t& m) {
+    return Location{std::string(file), static_cast<int>(m.line) + 1, static_cast<int>(m.column) + 1};
+  };
+  std::string problem = p.problem ? p.problem : "unknown error";
+  std::string context = p.context ? p.context : "";
+  // The file (or the document) ends inside the quotes: the string was
+  // never closed, and the place to look is where it opens.
+  if (context == "while scanning a quoted scalar" &&
+      (problem == "found unexpected end of stream" || problem == "found unexpected document indicator")) {
+    diags->Error(at(p.context_mark),
+                 "invalid YAML: this quoted string is never closed (its closing quote is missing)");
+    return;
   }
-  if (msg == "end of map not found") return "invalid YAML: a mapping is not closed or is badly indented";
-  if (msg == "end of sequence not found") return "invalid YAML: a list is not closed or is badly indented";
-  if (msg == "end of sequence flow not found") return "invalid YAML: '[' without a matching ']'";
-  if (msg == "end of map flow not found") return "invalid YAML: '{' without a matching '}'";
-  if (msg.find("tab") != std::string::npos) return "invalid YAML: tabs cannot indent YAML; use spaces";
-  return "invalid YAML: " + msg;
+  if (p.error == YAML_READER_ERROR) {
+    diags->Error(Location{std::string(file), 1, 1}, fmt::format("invalid YAML: {}", problem));
+    return;
+  }
+  Location c = at(p.context_mark);
+  std::string opened = fmt::format("it opens at line {} column {}", c.line, c.column);
+  std::string message = "invalid YAML: " + problem;
+  if (problem == "mapping values are not allowed in this context") {
+    message = "invalid YAML: unexpected ':' (a plain value cannot contain \": \"; quote it)";
+  } else if (context == "while parsing a flow mapping") {
+    message = fmt::format("invalid YAML: '{{' without a matching '}}' ({})", opened);
+  } else if (context == "while parsing a flow sequence") {
+    message = fmt::format("invalid YAML: '[' without a matching ']' ({})", opened);
+  } else if (context == "while parsing a block mapping") {
+    message = fmt::format("invalid YAML: a mapping is not closed or is badly indented ({})", opened);
+  } else if (context == "while parsing a block collection") {
+    message = fmt::format("invalid YAML: a list is not closed or is badly indented ({})", opened);
+  } else if (!context.empty()) {
+    message += fmt::format(" ({} that starts at line {} column {})",
+                           context.starts_with("while ") ? context.substr(6) : context, c.line, c.column);
+  }
+  diags->Error(at(p.problem_mark), message);
 }
 
 // Where the first byte that is not part of valid UTF-8 is (line 0: none).
@@ -293,36 +423,54 @@ bool ReadYamlDocuments(std::string_view text, std::string_view file_name, const 
     diags->Error(bad, "the file is not valid UTF-8 text; save it as UTF-8");
     return false;
   }
-  std::istringstream in{std::string(text)};
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser)) {
+    diags->Error(file_start, "out of memory starting the YAML parser");
+    return false;
+  }
+  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
+                               text.size());
+  yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
   TreeBuilder builder(file_name, limits, diags);
+  bool ok = true;
   try {
-    YAML::Parser parser(in);
-    while (parser.HandleNextDocument(builder)) {
-      if (builder.done()) {
-        Node doc = builder.TakeRoot();
-        if (!doc.IsNull()) documents->push_back(std::move(doc));
+    for (bool end = false; !end;) {
+      Event ev;
+      if (!yaml_parser_parse(&parser, &ev.e)) {
+        // libyaml reports tab indentation as some later, unrelated error;
+        // name the first tab-indented line instead when there is one before it.
+        int tab_line = FirstTabIndentedLine(text);
+        if (tab_line > 0 && tab_line <= static_cast<int>(parser.problem_mark.line) + 1) {
+          diags->Error(Location{std::string(file_name), tab_line, 1},
+                       "invalid YAML: a tab indents this line; YAML indents with spaces only");
+        } else {
+          ReportParserError(parser, file_name, diags);
+        }
+        ok = false;
+        break;
       }
-      builder.Reset();
+      switch (ev.e.type) {
+        case YAML_STREAM_END_EVENT: end = true; break;
+        case YAML_DOCUMENT_END_EVENT:
+          if (builder.done()) {
+            Node doc = builder.TakeRoot();
+            if (!doc.IsNull()) documents->push_back(std::move(doc));
+          }
+          builder.Reset();
+          break;
+        case YAML_STREAM_START_EVENT:
+        case YAML_DOCUMENT_START_EVENT:
+        case YAML_NO_EVENT: break;
+        default: builder.Handle(ev.e); break;
+      }
     }
   } catch (const StopParsing& stop) {
     diags->Error(stop.where, stop.message);
-    return false;
-  } catch (const YAML::Exception& e) {
-    // yaml-cpp reports tab indentation as some later, unrelated error; name
-    // the first tab-indented line instead when there is one before it.
-    if (int tab_line = FirstTabIndentedLine(text); tab_line > 0 && tab_line <= e.mark.line + 1) {
-      diags->Error(Location{std::string(file_name), tab_line, 1},
-                   "invalid YAML: a tab indents this line; YAML indents with spaces only");
-      return false;
-    }
-    diags->Error(Location{std::string(file_name), e.mark.line + 1, e.mark.column + 1},
-                 ExplainParserMessage(e.msg));
-    return false;
-  } catch (const std::exception& e) {
-    diags->Error(file_start, fmt::format("invalid YAML: {}", e.what()));
-    return false;
+    ok = false;
   }
-  return true;
+  yaml_parser_delete(&parser);
+  if (!ok) documents->clear();
+  return ok;
 }
 
 bool ReadYaml(std::string_view text, std::string_view file_name, const ReadLimits& limits,

@@ -101,3 +101,47 @@ TEST(YamlReaderTest, RejectsInvalidUtf8WithItsPosition) {
 
 }  // namespace
 }  // namespace tau::spec
+
+namespace tau::spec {
+namespace {
+
+// A quoted scalar that is never closed is a syntax error that points at its
+// opening quote, whether the file ends right after it or later lines would
+// be swallowed into it.
+TEST(YamlReaderTest, UnterminatedQuotesAreErrorsAtTheOpeningQuote) {
+  const std::string never_closed =
+      "f.yaml:2:15: error: invalid YAML: this quoted string is never closed (its closing quote is "
+      "missing)\n";
+  EXPECT_EQ(Errors("run:\n  entrypoint: \"train.py\n"), never_closed);
+  EXPECT_EQ(Errors("run:\n  entrypoint: \"train.py"), never_closed);
+  EXPECT_EQ(Errors("run:\n  entrypoint: 'train.py\n"), never_closed);
+  EXPECT_EQ(Errors("run:\n  entrypoint: \"train.py\n  args: [a]\n"), never_closed);
+  EXPECT_THAT(Errors("\"name: x\n"), HasSubstr("f.yaml:1:1: error: invalid YAML: this quoted string is never closed"));
+}
+
+// What yaml-cpp accepted and the YAML grammar does not.
+TEST(YamlReaderTest, RejectsWhatTheGrammarRejects) {
+  EXPECT_THAT(Errors("- a\nb: 1\n"), HasSubstr("f.yaml:2:1: error: invalid YAML: "));
+  EXPECT_THAT(Errors("%YAML 1.2\na: 1\n"), HasSubstr("f.yaml:"));
+  EXPECT_THAT(Errors("a: *nope\n"), HasSubstr("f.yaml:1:4: error: alias *nope refers to no anchor"));
+  EXPECT_THAT(Errors("a: &x 1\nb: &x 2\nc: *x\n"),
+              HasSubstr("f.yaml:2:4: error: anchor &x is defined twice; give each anchor its own name"));
+}
+
+TEST(YamlReaderTest, CoreTagsAreKeptAndMustFitTheText) {
+  Node root;
+  Diagnostics diags;
+  ASSERT_TRUE(ReadYaml("a: !!float 1\nb: !!str 2\nc: 3\n", "f.yaml", {}, &root, &diags));
+  EXPECT_EQ(diags.Format(), "");
+  EXPECT_EQ(root.Find("a")->tag, "float");
+  EXPECT_EQ(root.Find("b")->tag, "str");
+  EXPECT_TRUE(root.Find("b")->quoted);
+  EXPECT_EQ(root.Find("c")->tag, "");
+  EXPECT_THAT(Errors("a: !!int abc\n"), HasSubstr("f.yaml:1:4: error: \"abc\" is not a valid !!int"));
+  EXPECT_THAT(Errors("a: !!bool yes\n"), HasSubstr("is not a valid !!bool"));
+  EXPECT_THAT(Errors("a: !!float x1\n"), HasSubstr("is not a valid !!float"));
+  EXPECT_EQ(Errors("a: !!int 0x1F\nb: !!float -1.5e3\nc: !!bool false\nd: !!null ~\n"), "");
+}
+
+}  // namespace
+}  // namespace tau::spec

@@ -23,6 +23,11 @@ struct Node {
   // kScalar: true when the text was quoted, a block scalar or tagged !!str,
   // so it is a string and never a number.
   bool quoted = false;
+  // kScalar or kNull: the core-schema tag written on the value ("int",
+  // "float", "bool", "str", "null" for `!!int` ...), empty when none. The
+  // reader has checked the text has that type's form; a decoder rejects a tag
+  // that contradicts the field's type.
+  std::string tag;
   // kSequence.
   std::vector<Node> items;
   // kMapping, in document order; keys are kScalar nodes and unique.

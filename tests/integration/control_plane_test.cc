@@ -309,6 +309,31 @@ TEST_F(ControlPlaneTest, DependsOnMakesAPipeline) {
   (void)broken;
 }
 
+// A quoted entrypoint never closed used to be read with the lines after it
+// swallowed into it, then stored and started; it is a syntax error at the
+// opening quote and no job is created. So is a quote never closed in an env
+// file.
+TEST_F(ControlPlaneTest, UnterminatedQuotesAreRefusedBeforeAnythingIsStored) {
+  std::string at_end = WriteSpec("at-end.yaml", "schema_version: 1\nname: at-end\nrun:\n  entrypoint: \"echo hi\n");
+  CommandResult r = Tau({"run", "-f", at_end});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("at-end.yaml:4:15: error: invalid YAML: this quoted string is never closed"));
+  std::string swallows = WriteSpec("swallows.yaml",
+                                   "schema_version: 1\nname: swallows\nrun:\n  entrypoint: \"echo hi\n"
+                                   "  args: [a]\ncompute:\n  cpus: 100m\n");
+  r = Tau({"run", "-f", swallows});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("swallows.yaml:4:15: error: invalid YAML: this quoted string is never closed"));
+  std::string spec = WriteSpec("fine.yaml", CommandSpec("fine", "true"));
+  r = Tau({"run", "-f", "--env-file", WriteSpec("open.env", "TOKEN=\"abc\n"), spec});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("open.env:1:7: error: the double quote that opens the value of TOKEN is never closed"));
+  std::string listed = Tau({"list", "-o", "json"}).out;
+  for (const char* name : {"at-end", "swallows", "fine"}) {
+    EXPECT_EQ(listed.find(name), std::string::npos) << name << " was stored";
+  }
+}
+
 TEST_F(ControlPlaneTest, EnvFilesReachTheJobAndAreShownNowhere) {
   WriteFile(".env", "# secrets\nexport API_KEY=s3cr3t-value\nDB_PASSWORD='hunter2-value'\n");
   WriteFile("more.env", "EXTRA_TOKEN=\"tok-value\"\n");
