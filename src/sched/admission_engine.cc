@@ -99,7 +99,9 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
   }
   all_dirty_ = true;
   dirty_roots_.clear();
-  pending_info_.clear();
+  verdicts_.clear();
+  decided_pass_.clear();
+  enqueued_pass_.clear();
   cohort_nodes_ = cohorts;
   // Usage of what is admitted stays.
   for (const auto& [id, a] : admitted_) {
@@ -149,6 +151,7 @@ std::optional<std::string> AdmissionEngine::ClusterQueueOf(const Workload& w, Pe
 void AdmissionEngine::Enqueue(QueueState& q, const Workload& w) {
   const bool afs = UsesAdmissionFairSharing(q);
   q.pending.Insert(w, afs ? LocalQueueScore(w.namespace_, w.local_queue) : 0);
+  enqueued_pass_[w.id] = pass_;
 }
 
 void AdmissionEngine::Touch(const std::string& cluster_queue) {
@@ -378,7 +381,8 @@ void AdmissionEngine::Remove(const std::string& id) {
   backoff_until_.erase(id);
   evicting_.erase(id);
   admitted_order_.erase(id);
-  pending_info_.erase(id);
+  verdicts_.erase(id);
+  enqueued_pass_.erase(id);
 }
 
 void AdmissionEngine::MarkEvicting(const std::string& id) {
@@ -408,6 +412,7 @@ std::optional<int64_t> AdmissionEngine::NextBackoffEnd() const {
 
 std::vector<Admission> AdmissionEngine::Schedule() {
   std::vector<Admission> admitted;
+  ++pass_;
   SampleLocalQueueUsage();
   // A backing-off workload's reason names the time left.
   if (last_pass_now_ != now_ms_) {
@@ -438,8 +443,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   if (!incremental_) all_dirty_ = true;
   auto decides = [&](const QueueState& q) { return all_dirty_ || deciding.count(q.root) > 0; };
   for (const auto& [name, q] : queues_) {
-    if (!decides(q)) continue;
-    for (const PendingQueue::Entry& e : q.pending) pending_info_.erase(e.id);
+    if (decides(q)) decided_pass_[q.root] = pass_;  // the verdicts of earlier passes lapse
   }
   pass_admitted_.clear();
   pass_victims_.clear();
@@ -459,7 +463,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   };
   // A head that cannot go in this pass: record why and move past it.
   auto park = [&](Candidate& c, std::string reason, std::string message) {
-    pending_info_[c.workload->id] = {std::move(reason), std::move(message), 0};
+    verdicts_[c.workload->id] = {std::move(reason), std::move(message), pass_};
     if (c.queue->spec->queueing_strategy == "StrictFIFO") blocked_queues.insert(c.queue->spec->name);
     else parked.insert(c.workload->id);
   };
@@ -600,35 +604,6 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   pass_reserved_.clear();
   pass_victims_.clear();
   pass_admitted_.clear();
-  // Everything still pending gets a reason and its place in the queue.
-  for (auto& [name, q] : queues_) {
-    if (!decides(q)) continue;
-    int position = 0;
-    std::string head;
-    for (const PendingQueue::Entry& entry : q.pending) {
-      const std::string& id = entry.id;
-      ++position;
-      PendingInfo& info = pending_info_[id];
-      if (held_.count(id)) {
-        info = {"Held", "held by a user (tau release to let it run)", 0};
-      } else if (auto b = backoff_until_.find(id); b != backoff_until_.end()) {
-        info = {"Backoff", BackoffMessage(b->second - now_ms_), 0};
-      } else if (!q.inactive_reason.empty()) {
-        info = {"ClusterQueueInactive", q.inactive_reason, 0};
-      } else if (q.spec->stop_policy != "None") {
-        info = {"ClusterQueueStopped", fmt::format("ClusterQueue \"{}\" has stopPolicy {}", name, q.spec->stop_policy), 0};
-      } else if (const LocalQueue* lq = has_stopped_local_queue_ ? LocalQueueOf(workloads_.at(id)) : nullptr;
-                 lq && lq->stop_policy != "None") {
-        info = {"LocalQueueStopped", fmt::format("LocalQueue {}/{} is inactive: it has stopPolicy {}", lq->namespace_,
-                                                 lq->name, lq->stop_policy), 0};
-      } else if (info.reason.empty()) {
-        info = {"WaitingForQuota", fmt::format("behind {} in ClusterQueue \"{}\" ({})", head, name,
-                                               q.spec->queueing_strategy), 0};
-      }
-      info.position = position;
-      if (head.empty()) head = id;
-    }
-  }
   all_dirty_ = false;
   return admitted;
 }
@@ -685,9 +660,48 @@ std::vector<std::string> AdmissionEngine::QuotaHolders(const std::string& id) co
 }
 
 std::optional<PendingInfo> AdmissionEngine::Why(const std::string& id) const {
-  auto it = pending_info_.find(id);
-  if (it == pending_info_.end()) return std::nullopt;
-  return it->second;
+  auto w = workloads_.find(id);
+  if (w == workloads_.end() || admitted_.count(id)) return std::nullopt;
+  PendingInfo none;
+  auto cq = ClusterQueueOf(w->second, &none);
+  if (!cq) return std::nullopt;
+  const QueueState& q = queues_.at(*cq);
+  const size_t position = q.pending.Position(id);
+  auto decided = decided_pass_.find(q.root);
+  auto queued = enqueued_pass_.find(id);
+  if (position == 0 || decided == decided_pass_.end() || queued == enqueued_pass_.end() ||
+      queued->second >= decided->second) {
+    return std::nullopt;
+  }
+  PendingInfo info;
+  info.position = static_cast<int>(position);
+  if (held_.count(id)) {
+    info.reason = "Held";
+    info.message = "held by a user (tau release to let it run)";
+  } else if (auto b = backoff_until_.find(id); b != backoff_until_.end() && last_pass_now_ && b->second > *last_pass_now_) {
+    info.reason = "Backoff";
+    info.message = BackoffMessage(b->second - *last_pass_now_);
+  } else if (!q.inactive_reason.empty()) {
+    info.reason = "ClusterQueueInactive";
+    info.message = q.inactive_reason;
+  } else if (q.spec->stop_policy != "None") {
+    info.reason = "ClusterQueueStopped";
+    info.message = fmt::format("ClusterQueue \"{}\" has stopPolicy {}", *cq, q.spec->stop_policy);
+  } else if (const LocalQueue* lq = has_stopped_local_queue_ ? LocalQueueOf(w->second) : nullptr;
+             lq && lq->stop_policy != "None") {
+    info.reason = "LocalQueueStopped";
+    info.message = fmt::format("LocalQueue {}/{} is inactive: it has stopPolicy {}", lq->namespace_, lq->name,
+                               lq->stop_policy);
+  } else if (auto v = verdicts_.find(id); v != verdicts_.end() && v->second.pass == decided->second) {
+    info.reason = v->second.reason;
+    info.message = v->second.message;
+  } else {
+    // Not reached by the pass: behind the queue's head (a blocked StrictFIFO head).
+    info.reason = "WaitingForQuota";
+    info.message = fmt::format("behind {} in ClusterQueue \"{}\" ({})", q.pending.begin()->id, *cq,
+                               q.spec->queueing_strategy);
+  }
+  return info;
 }
 
 }  // namespace tau::sched

@@ -104,6 +104,10 @@ class AdmissionEngine {
   // their preemptors wait with WaitingForPreemptedWorkloads meanwhile.
   std::vector<Eviction> TakeEvictions();
 
+  // Why a pending workload waits, as of the last pass that decided its
+  // cohort tree, and its place in its ClusterQueue's order now; nullopt
+  // when it is not pending or no pass has decided it since it was queued.
+  // O(log n) in the queue's length.
   std::optional<PendingInfo> Why(const std::string& workload_id) const;
   // The admitted workloads holding quota a pending workload needs: in its
   // ClusterQueue's cohort tree, using a flavor and resource it asks for.
@@ -296,7 +300,21 @@ class AdmissionEngine {
   bool needs_another_pass_ = false;  // see NeedsAnotherPass()
   std::set<std::string> pass_victims_;
   std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> pass_reserved_;
-  std::unordered_map<std::string, PendingInfo> pending_info_;
+  // Why a workload waits is computed on demand (Why()) from what the last
+  // pass that decided its tree left: the verdict of each workload that
+  // pass parked (tagged with the pass), the pass that last decided each
+  // tree, and the pass before which each pending workload was queued. A
+  // pass writes nothing for the workloads it did not reach (those behind a
+  // blocked StrictFIFO head), so a pass costs what it decides, not the
+  // queue's length.
+  struct Verdict {
+    std::string reason, message;
+    uint64_t pass = 0;
+  };
+  std::unordered_map<std::string, Verdict> verdicts_;
+  std::unordered_map<QuotaTree::NodeId, uint64_t> decided_pass_;  // by root
+  std::unordered_map<std::string, uint64_t> enqueued_pass_;       // passes begun when queued
+  uint64_t pass_ = 0;                                              // passes begun
   std::map<QuotaTree::NodeId, double> weights_;  // fair-sharing weight per node (default 1)
   struct LocalQueueUsage {
     double consumed = 0;  // decayed, resource-weighted usage

@@ -74,6 +74,28 @@ TEST(AdmissionEngineTest, StrictFifoBlocksBehindTheHead) {
   EXPECT_EQ(Ids(e.Schedule()), (std::vector<std::string>{"big", "small"}));
 }
 
+TEST(AdmissionEngineTest, WhyGivesThePlaceInTheQueueNowAndNothingForAWorkloadNoPassDecided) {
+  ClusterQueue cq = CpuQueue("cq", Q("cpu", 4));
+  cq.queueing_strategy = "StrictFIFO";
+  AdmissionEngine e;
+  e.Configure(OneQueue(cq));
+  ASSERT_TRUE(e.Submit(W("running", 3)).ok());
+  e.Schedule();
+  ASSERT_TRUE(e.Submit(W("big", 2)).ok());
+  ASSERT_TRUE(e.Submit(W("a", 1)).ok());
+  ASSERT_TRUE(e.Submit(W("b", 1)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  EXPECT_EQ(e.Why("b")->position, 3);
+  e.Remove("a");  // no pass yet: the place is counted now
+  EXPECT_EQ(e.Why("b")->position, 2);
+  EXPECT_THAT(e.Why("b")->message, HasSubstr("behind big"));
+  ASSERT_TRUE(e.Submit(W("late", 1)).ok());
+  EXPECT_FALSE(e.Why("late"));  // queued after the last pass that decided its queue
+  EXPECT_TRUE(e.Schedule().empty());
+  ASSERT_TRUE(e.Why("late"));
+  EXPECT_EQ(e.Why("late")->position, 3);
+}
+
 TEST(AdmissionEngineTest, HigherPriorityGoesFirst) {
   AdmissionEngine e;
   e.Configure(OneQueue(CpuQueue("cq", Q("cpu", 2))));

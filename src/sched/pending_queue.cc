@@ -21,4 +21,10 @@ PendingQueue::const_iterator PendingQueue::Erase(const_iterator it) {
   return entries_.erase(it);
 }
 
+size_t PendingQueue::Position(const std::string& id) const {
+  auto found = index_.find(id);
+  if (found == index_.end()) return 0;
+  return entries_.order_of_key(*found->second) + 1;
+}
+
 }  // namespace tau::sched

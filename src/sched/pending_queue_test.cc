@@ -76,5 +76,24 @@ TEST(PendingQueueTest, RescoreKeepsInsertionOrderAmongEquals) {
   EXPECT_EQ(Ids(q), (std::vector<std::string>{"x1", "y"}));
 }
 
+TEST(PendingQueueTest, PositionFollowsQueueOrderThroughInsertsErasesAndRescores) {
+  PendingQueue q;
+  q.Insert(W("low", 0, 1), 0);
+  q.Insert(W("high", 5, 2), 0);
+  q.Insert(W("mid", 3, 3), 0);
+  EXPECT_EQ(q.Position("high"), 1u);
+  EXPECT_EQ(q.Position("mid"), 2u);
+  EXPECT_EQ(q.Position("low"), 3u);
+  EXPECT_EQ(q.Position("absent"), 0u);
+  EXPECT_TRUE(q.Erase("high"));
+  EXPECT_EQ(q.Position("high"), 0u);
+  EXPECT_EQ(q.Position("mid"), 1u);
+  EXPECT_EQ(q.Position("low"), 2u);
+  std::map<std::string, double> scores = {{"mid", 2}, {"low", 1}};
+  q.Rescore([&](const std::string& id) { return scores.at(id); });
+  EXPECT_EQ(q.Position("low"), 1u);
+  EXPECT_EQ(q.Position("mid"), 2u);
+}
+
 }  // namespace
 }  // namespace tau::sched
