@@ -359,9 +359,38 @@ Status AdmissionEngine::Submit(const Workload& w) {
     }
   }
   workloads_[w.id] = w;
-  Touch(*cq);
-  Enqueue(queues_.at(*cq), w);
+  QueueState& target = queues_.at(*cq);
+  const bool clean = incremental_ && !all_dirty_ && !dirty_roots_.count(target.root);
+  Enqueue(target, w);
+  if (!clean || !DecideWithoutPass(target, w)) Touch(*cq);
   return Status::Ok();
+}
+
+bool AdmissionEngine::DecideWithoutPass(const QueueState& q, const Workload& w) {
+  auto decided = decided_pass_.find(q.root);
+  if (decided == decided_pass_.end() || !q.inactive_reason.empty() || q.spec->stop_policy != "None" ||
+      held_.count(w.id) || backoff_until_.count(w.id)) {
+    return false;
+  }
+  auto eligible = [&](const std::string& id) {
+    if (held_.count(id) || backoff_until_.count(id)) return false;
+    const LocalQueue* lq = has_stopped_local_queue_ ? LocalQueueOf(workloads_.at(id)) : nullptr;
+    return !lq || lq->stop_policy == "None";
+  };
+  if (!eligible(w.id)) return false;
+  if (q.spec->queueing_strategy == "StrictFIFO") {
+    // The first entry, eligible and pending in a clean tree, is the head the
+    // last pass parked; the pass stops there and never reaches `w`.
+    if (q.pending.Position(w.id) <= 1 || !eligible(q.pending.begin()->id)) return false;
+    verdicts_.erase(w.id);
+  } else {
+    Choice c = AssignFlavors(q, w, /*simulate_preemption=*/true);
+    if (c.fit == Fit::kFit) return false;
+    if (c.fit == Fit::kNeedsPreemption && !FindVictimsForPass(q, w, c.admission.usage).empty()) return false;
+    verdicts_[w.id] = {c.reason, c.message, decided->second};
+  }
+  enqueued_pass_[w.id] = decided->second - 1;  // counts as seen by that pass
+  return true;
 }
 
 void AdmissionEngine::Remove(const std::string& id) {

@@ -276,6 +276,13 @@ class AdmissionEngine {
   // evicted in it). Trees share no quota, so an untouched tree's decisions
   // and reasons from the last pass still hold.
   void Touch(const std::string& cluster_queue);
+  // A submit into a tree the last pass left unchanged (clean) that a pass
+  // would only park: `w` gets the verdict that pass would give it without
+  // deciding the tree again — behind a blocked StrictFIFO head, or in a
+  // BestEffortFIFO queue when it neither fits nor finds victims (parking
+  // changes no usage, so every other verdict still holds). False when a
+  // pass is needed. `w` is already queued in `q`.
+  bool DecideWithoutPass(const QueueState& q, const Workload& w);
   void TouchWorkload(const std::string& workload_id);
 
   KueueConfig config_;

@@ -96,6 +96,39 @@ TEST(AdmissionEngineTest, WhyGivesThePlaceInTheQueueNowAndNothingForAWorkloadNoP
   EXPECT_EQ(e.Why("late")->position, 3);
 }
 
+TEST(AdmissionEngineTest, ASubmitAPassWouldOnlyParkIsDecidedWithoutOne) {
+  AdmissionEngine e;
+  e.Configure(OneQueue(CpuQueue("cq", Q("cpu", 4))));
+  ASSERT_TRUE(e.Submit(W("running", 3)).ok());
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"running"});
+  EXPECT_TRUE(e.Schedule().empty());  // after a pass that admitted, its tree is decided again
+  ASSERT_TRUE(e.Submit(W("big", 2)).ok());  // cannot fit, nothing to preempt
+  ASSERT_TRUE(e.Why("big"));
+  EXPECT_EQ(e.Why("big")->reason, "WaitingForQuota");
+  EXPECT_THAT(e.Why("big")->message, HasSubstr("2 cpu of flavor default requested, 1 available"));
+  ASSERT_TRUE(e.Submit(W("small", 1)).ok());  // fits: only a pass decides it
+  EXPECT_FALSE(e.Why("small"));
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"small"});
+}
+
+TEST(AdmissionEngineTest, ASubmitBehindABlockedStrictFifoHeadIsDecidedWithoutAPass) {
+  ClusterQueue cq = CpuQueue("cq", Q("cpu", 4));
+  cq.queueing_strategy = "StrictFIFO";
+  AdmissionEngine e;
+  e.Configure(OneQueue(cq));
+  ASSERT_TRUE(e.Submit(W("running", 3)).ok());
+  e.Schedule();
+  ASSERT_TRUE(e.Submit(W("big", 2)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  ASSERT_TRUE(e.Submit(W("small", 1)).ok());  // would fit, but the head blocks
+  ASSERT_TRUE(e.Why("small"));
+  EXPECT_THAT(e.Why("small")->message, HasSubstr("behind big"));
+  EXPECT_EQ(e.Why("small")->position, 2);
+  ASSERT_TRUE(e.Submit(W("urgent", 1, "q", 10)).ok());  // ahead of the head: a pass decides it
+  EXPECT_FALSE(e.Why("urgent"));
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"urgent"});
+}
+
 TEST(AdmissionEngineTest, HigherPriorityGoesFirst) {
   AdmissionEngine e;
   e.Configure(OneQueue(CpuQueue("cq", Q("cpu", 2))));

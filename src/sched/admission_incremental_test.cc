@@ -3,7 +3,9 @@
 // (submits, finishes, cancels, holds, backoffs, evictions, passes where
 // nothing changed), one incremental and one with SetIncrementalForTesting
 // (false); every pass must admit and evict the same workloads and give
-// every workload the same reason and position. Deterministic: fixed seeds.
+// every workload the same reason and position (including those the
+// incremental engine decided at submit, without a pass). Deterministic:
+// fixed seeds.
 
 #include <gtest/gtest.h>
 
@@ -43,7 +45,7 @@ std::string Describe(const std::optional<PendingInfo>& why) {
 }
 
 TEST(AdmissionIncrementalTest, DecidesAsAFullPassOverRandomEventSequences) {
-  int admissions = 0, evictions = 0, quiet_passes = 0;
+  int admissions = 0, evictions = 0, quiet_passes = 0, decided_at_submit = 0;
   for (uint32_t seed = 1; seed <= 600; ++seed) {
     std::mt19937 rng(seed);
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -57,6 +59,7 @@ TEST(AdmissionIncrementalTest, DecidesAsAFullPassOverRandomEventSequences) {
     int next_id = 0;
     int64_t now = 0;
     for (int step = 0; step < 40; ++step) {
+      std::optional<PendingInfo> why_at_submit;  // a submit decided without a pass
       now += pick(0, 1) ? 100'000 : 0;  // some passes at the same time
       inc.SetNow(now);
       full.SetNow(now);
@@ -77,6 +80,7 @@ TEST(AdmissionIncrementalTest, DecidesAsAFullPassOverRandomEventSequences) {
         if (inc.IsKnown(w.id)) {
           known.insert(w.id);
         }
+        why_at_submit = inc.Why(w.id);
         what = "submit " + w.id;
       } else if (event == 4 && !admitted.empty()) {
         const std::string id = admitted[static_cast<size_t>(pick(0, static_cast<int>(admitted.size()) - 1))];
@@ -125,6 +129,10 @@ TEST(AdmissionIncrementalTest, DecidesAsAFullPassOverRandomEventSequences) {
         ASSERT_EQ(Describe(inc.Why(id)), Describe(full.Why(id)))
             << "seed " << seed << ", step " << step << " after " << what << ": " << id;
       }
+      // (Its reason then stands unless the pass decides its tree again.)
+      if (why_at_submit) {
+        ++decided_at_submit;
+      }
       // Victims stop at once: their quota comes back in the next pass.
       for (const Eviction& v : ea) {
         inc.Remove(v.victim_id);
@@ -137,6 +145,7 @@ TEST(AdmissionIncrementalTest, DecidesAsAFullPassOverRandomEventSequences) {
   EXPECT_GT(admissions, 3000);
   EXPECT_GT(evictions, 100);
   EXPECT_GT(quiet_passes, 1000);
+  EXPECT_GT(decided_at_submit, 300);
 }
 
 }  // namespace
