@@ -81,20 +81,49 @@ JobHistory::~JobHistory() = default;
 
 Result<JobHistory::Lease> JobHistory::Acquire() const {
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    released_.wait(lock, [&] { return !idle_.empty() || open_ < kMaxConnections; });
     if (!idle_.empty()) {
       auto store = std::move(idle_.back());
       idle_.pop_back();
       return Lease(this, std::move(store));
     }
+    ++open_;  // counted before it opens, so that no more than the most open
   }
-  TAU_ASSIGN_OR_RETURN(std::unique_ptr<store::JobStore> store, store::JobStore::Open(database_path_));
-  return Lease(this, std::move(store));
+  auto store = store::JobStore::Open(database_path_);
+  if (!store.ok()) {
+    std::lock_guard lock(mu_);
+    --open_;
+    released_.notify_one();
+    return store.error();
+  }
+  return Lease(this, std::move(*store));
 }
 
 void JobHistory::Release(std::unique_ptr<store::JobStore> store) const {
+  std::unique_ptr<store::JobStore> closing;
+  {
+    std::lock_guard lock(mu_);
+    if (idle_.size() < kMaxIdleConnections) {
+      idle_.push_back(std::move(store));
+    } else {
+      closing = std::move(store);
+      --open_;
+    }
+  }
+  closing.reset();  // closed outside the lock, before a waiter opens another
+  released_.notify_one();
+}
+
+size_t JobHistory::open_connections() const {
   std::lock_guard lock(mu_);
-  if (idle_.size() < kMaxIdleConnections) idle_.push_back(std::move(store));
+  return open_;
+}
+
+Result<std::vector<store::EventRecord>> JobHistory::LoadEvents(const std::string& job_id, int64_t after_id,
+                                                                 int limit) const {
+  TAU_ASSIGN_OR_RETURN(Lease db, Acquire());
+  return db->LoadEvents(job_id, after_id, limit);
 }
 
 Result<std::shared_ptr<const JobView>> JobHistory::ViewOf(store::JobRecord rec,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,16 @@ class JobHistory {
   // How many jobs are in each state (every state named, 0 included):
   // unfinished ones from the view, ended ones from the database.
   Result<std::vector<std::pair<std::string, int64_t>>> CountByState(const StateView& active) const;
+  // Events after `after_id` (of one job, or of all when `job_id` is ""),
+  // oldest first, at most `limit`: what event streams poll.
+  Result<std::vector<store::EventRecord>> LoadEvents(const std::string& job_id, int64_t after_id, int limit) const;
+
+  // Read connections open now (idle or in use), and the most that may be:
+  // a reader that finds all of them in use waits for one, so however many
+  // requests and streams read at once the database holds a bounded number
+  // of file descriptors.
+  size_t open_connections() const;
+  static constexpr size_t kMaxConnections = 8;
 
  private:
   class Lease;
@@ -63,7 +74,9 @@ class JobHistory {
   TauHome home_;
   int64_t max_interruptions_;
   mutable std::mutex mu_;
+  mutable std::condition_variable released_;
   mutable std::vector<std::unique_ptr<store::JobStore>> idle_;
+  mutable size_t open_ = 0;  // idle_ and those lent out
 };
 
 }  // namespace tau::server
