@@ -15,6 +15,7 @@
 #include "evidence/snapshot.h"
 #include "exec/process_info.h"
 #include "server/admission/embedded_admission.h"
+#include "server/cancel_request.h"
 #include "server/job_history.h"
 #include "server/job_view.h"
 #include "server/local_ray.h"
@@ -257,6 +258,8 @@ Result<PreparedJob> JobManager::PrepareSubmit(const SubmitRequest& req) const {
   for (const fs::path& d : {home_.checkpoint_dir(prepared.id), home_.output_dir(prepared.id)}) {
     if (st.ok() && !fs::create_directories(d, ec) && ec) st = ErrnoError(ec.value(), d.string());
   }
+  // Room for a cancel the database cannot record later (a full disk).
+  if (st.ok()) st = ReserveCancelRequest(home_, prepared.id);
   if (!st.ok()) {
     DiscardPrepared(prepared);
     return st.WithContext("preparing the job's folder");
@@ -284,6 +287,7 @@ void JobManager::DiscardPrepared(const PreparedJob& prepared) const {
   if (prepared.id.empty()) return;
   std::error_code ec;
   fs::remove_all(home_.job_dir(prepared.id), ec);
+  fs::remove_all(home_.shim_dir(prepared.id), ec);
   // It names the job (its id): no other job shares it.
   if (!prepared.evidence_submit.empty()) fs::remove(home_.blob(prepared.evidence_submit), ec);
 }
@@ -499,13 +503,25 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
     if (st.ok()) st = txn->Commit();
     // The job is stopped even when the request cannot be recorded: a
     // cancel must work on a full disk. It ends Cancelled in memory; the
-    // database catches up when its end is committed.
+    // database catches up when its end is committed. Until then the
+    // request is kept on disk (cancel_request.h: rewritten in place, so a full
+    // disk takes it), which a daemon restarted meanwhile honours.
+    Status kept = st.ok() ? Status::Ok() : KeepCancelRequest(home_, job->rec.id, job->rec.attempt);
     StopRanks(*job);
     if (!st.ok()) {
       Publish();
+      const std::string grace = FormatDuration(job->spec.checkpoint.grace_period);
+      if (kept.ok()) {
+        return Status(st.code(), fmt::format("the cancel of job {} could not be recorded in the database ({}); SIGTERM "
+                                             "was sent to the job anyway (SIGKILL after {}), and the cancel is kept on "
+                                             "disk, so the job ends Cancelled even if the daemon restarts "
+                                             "before the database records it",
+                                             job->rec.id, st.message(), grace));
+      }
       return Status(st.code(), fmt::format("the cancel of job {} could not be recorded, so it is refused; SIGTERM was "
-                                           "sent to the job anyway (SIGKILL after {}): {}",
-                                           job->rec.id, FormatDuration(job->spec.checkpoint.grace_period), st.message()));
+                                           "sent to the job anyway (SIGKILL after {}), but a daemon restarted before "
+                                           "the disk has room will not know of the cancel ({}; {})",
+                                           job->rec.id, grace, st.message(), kept.message()));
     }
   }
   Publish();

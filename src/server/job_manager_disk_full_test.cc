@@ -2,6 +2,7 @@
 // the manager neither spins, nor loses a job, nor stops cancelling.
 
 #include "server/api_http.h"
+#include "server/cancel_request.h"
 #include "server/job_manager_test_fixture.h"
 #include "server/submit_off_loop.h"
 #include "store/fault_vfs.h"
@@ -283,6 +284,71 @@ TEST_F(DiskFullTest, ADaemonStartingOnAFullDiskServesWhatItHasAndCatchesUpWhenSp
   EXPECT_TRUE(started);
   EXPECT_TRUE(requeued);
   EXPECT_TRUE(jobs->Submit(Request("name: n\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 100m}\n")).ok());
+}
+
+TEST_F(DiskFullTest, ACancelTheDatabaseCouldNotRecordIsHonouredByARestartedDaemon) {
+  std::string id;
+  {
+    FakeExecutor first;
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(kJob)))->job.id;
+    ASSERT_EQ(View(id)->job.state, JobState::kRunning);
+    vfs_->SetDiskFull(true);
+    auto cancelled = jobs->Cancel(id);
+    ASSERT_FALSE(cancelled.ok());
+    EXPECT_THAT(cancelled.status().message(), HasSubstr("SIGTERM was sent to the job anyway"));
+    EXPECT_THAT(cancelled.status().message(), HasSubstr("the cancel is kept on disk"));
+    EXPECT_THAT(first.stopped, ::testing::Contains(1000));
+  }  // the daemon goes down before the database could record the cancel
+  const std::vector<store::JobRecord> before = *store_->LoadJobs();
+  for (const auto& rec : before) {
+    ASSERT_FALSE(rec.cancel_requested) << "the database never heard of it";
+  }
+
+  // The next daemon adopts the running shim, asks it to stop again, and
+  // counts its end (by SIGTERM) as the cancel, not as a failure.
+  vfs_->SetDiskFull(false);
+  FakeExecutor runner;
+  runner.lock_holders[LockPath(id, 1)] = 4242;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_TRUE(View(id)->job.cancel_requested);
+  EXPECT_THAT(runner.stopped, ::testing::Contains(4242));
+  exec::ExitStatus s;
+  s.signal = 15;
+  runner.statuses[StatusPath(id, 1)] = s;
+  jobs->OnShimExit(runner.TokenOf(4242));
+  EXPECT_EQ(View(id)->job.state, JobState::kCancelled);
+  EXPECT_TRUE(runner.starts.empty()) << "a cancelled job is never run again";
+  const std::vector<store::JobRecord> after = *store_->LoadJobs();
+  for (const auto& rec : after) {
+    EXPECT_EQ(rec.state, JobState::kCancelled);
+    EXPECT_TRUE(rec.cancel_requested);
+  }
+}
+
+TEST_F(DiskFullTest, ACancelKeptForAnEarlierAttemptDoesNotCancelALaterOne) {
+  FakeExecutor first;
+  std::string id;
+  {
+    auto jobs = Manager(&first);
+    id = (*jobs->Submit(Request(kJob)))->job.id;
+  }
+  // Attempt 1's cancel was kept; the job is on attempt 2 now.
+  ASSERT_TRUE(KeepCancelRequest(home(), id, 1).ok());
+  auto records = *store_->LoadJobs();
+  ASSERT_EQ(records.size(), 1u);
+  records[0].attempt = 2;
+  ASSERT_TRUE(store_->UpdateJob(records[0]).ok());
+  store::AttemptRecord a2 = store_->LoadAttempts()->front();
+  a2.number = 2;
+  ASSERT_TRUE(store_->UpsertAttempt(a2).ok());
+  FakeExecutor runner;
+  runner.lock_holders[LockPath(id, 2)] = 4242;
+  auto jobs = Manager(&runner);
+  ASSERT_TRUE(jobs->Recover().ok());
+  EXPECT_FALSE(View(id)->job.cancel_requested);
+  EXPECT_TRUE(runner.stopped.empty());
 }
 
 }  // namespace

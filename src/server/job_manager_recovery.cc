@@ -10,6 +10,7 @@
 #include "common/strings.h"
 #include "exec/process_info.h"
 #include "server/execution/local_rank_files.h"
+#include "server/cancel_request.h"
 #include "server/job_manager.h"
 #include "server/local_ray.h"
 
@@ -174,6 +175,24 @@ Status JobManager::Recover() {
     // even if its processes were killed before this daemon could see them.
     TAU_ASSIGN_OR_RETURN(std::vector<int> lost_running, RanksLostWhileRunning(job));
     MarkLostWhileRunning(job, lost_running);
+    // A cancel of this attempt the database could not record (a full disk)
+    // was kept on disk (cancel_request.h): it holds as if it had been committed.
+    if (!job.rec.cancel_requested && KeptCancelRequest(home_, job.rec.id) == n) {
+      job.rec.cancel_requested = true;
+      log::Info("jobs", "honouring a cancel kept while the database could not record it",
+                {{"job", job.rec.id}, {"attempt", std::to_string(n)}});
+      auto txn = store_->Begin();
+      Status st = txn.status();
+      if (st.ok()) st = SaveJob(job);
+      if (st.ok()) {
+        st = AppendEvent(job, "CancelRequested", "Cancelled",
+                         "the cancel asked for while the disk was full, kept until the database could record it");
+      }
+      if (st.ok()) st = txn->Commit();
+      // Not committed: the job ends Cancelled all the same, and its end
+      // (written once space returns) records it.
+      if (!st.ok()) LogStoreFailure(job, st);
+    }
     // A stop asked for before the restart is asked again: the signal may
     // not have been sent before the daemon went down.
     if (job.rec.cancel_requested || !job.rec.preempted_by.empty() || !job.rec.gpu_fault.empty() || job.first_failure) {
