@@ -100,6 +100,7 @@ json JobToJson(const JobView& v) {
           {"tags", tags},
           {"reproduces", j.reproduces.empty() ? json(nullptr) : json(j.reproduces)},
           {"evidence", j.evidence.empty() ? json(nullptr) : json(j.evidence)},
+          {"evidence_error", v.evidence_error.empty() ? json(nullptr) : json(v.evidence_error)},
           {"secret_env", v.secret_env_names},
           {"spec_sha256", j.spec_sha256},
           {"snapshot", j.snapshot_digest},

@@ -548,6 +548,7 @@ void JobManager::Publish() {
         jv->progress = job->progress->snapshot();
       }
       jv->progress_stalled = job->progress_stalled;
+      jv->evidence_error = job->evidence_error;
       jv->secret_env_names.clear();
       for (const auto& [k, v] : job->secret_env) jv->secret_env_names.push_back(k);
       job->view = std::move(jv);

@@ -136,6 +136,10 @@ struct JobManagerOptions {
   // Called on the thread that assembles an evidence capsule, before it
   // reads anything (a test hook); unset: nothing.
   std::function<void()> on_evidence_assembling;
+  // Called on the thread that writes a sealed capsule, before the write
+  // (a test hook): an error it returns fails that write as a full or
+  // broken disk would. Unset: nothing.
+  std::function<Status()> before_capsule_write;
 };
 
 // What a job's evidence capsule is made from, copied from the loop's
@@ -376,6 +380,10 @@ class JobManager {
     bool indexing = false;
     bool index_again = false;  // another refresh was asked for meanwhile
     bool sealing_evidence = false;  // the capsule is being completed off the loop
+    // Why the last try to seal the capsule failed ("" when none failed):
+    // sealing is tried again every kStoreRetryDelay, and the job is kept
+    // in memory (not Evictable) until it is sealed.
+    std::string evidence_error;
     std::string gpu_fault_message;  // why rec.gpu_fault was set
     int64_t peak_rss_kb = 0;  // of the current attempt's ranks so far
     // TAU_METRICS_FILE, followed from `metrics_offset`.
@@ -557,8 +565,14 @@ class JobManager {
   // it; "" when that job kept none.
   std::string GitEvidenceOf(const store::JobRecord& original) const;
   // Seals the capsule of an ended job: assembled (log digests, pip freeze)
-  // off the loop, stored as a blob, its digest set in rec.evidence.
+  // off the loop, stored as a blob, its digest set in rec.evidence. When
+  // the capsule cannot be written it is tried again (RetrySealing).
   void SealEvidence(Job& job);
+  // Seals again the capsules whose write failed; armed by SealEvidence
+  // after kStoreRetryDelay, once, and again while some still fail.
+  void RetrySealing();
+  void ArmSealRetry();
+  bool seal_retry_armed_ = false;
   // GPUs (job_manager_gpus.cc).
   struct GpuSlot {
     gpu::GpuHealth health;

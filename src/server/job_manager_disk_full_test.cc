@@ -351,5 +351,69 @@ TEST_F(DiskFullTest, ACancelKeptForAnEarlierAttemptDoesNotCancelALaterOne) {
   EXPECT_TRUE(runner.stopped.empty());
 }
 
+TEST_F(DiskFullTest, ACapsuleThatCannotBeWrittenIsSealedLaterAndSaysSoMeanwhile) {
+  FakeExecutor runner;
+  std::vector<std::function<void()>> timers;
+  std::vector<std::function<void()>> deferred;
+  Status capsule_write = ResourceExhaustedError("write blobs/sha256/ab: No space left on device");
+  tweak_ = [&](JobManagerOptions& o) {
+    o.after = [&](std::chrono::milliseconds delay, std::function<void()> task) {
+      if (delay == JobManager::kStoreRetryDelay) timers.push_back(std::move(task));
+    };
+    o.defer = [&](std::function<void()> task) { deferred.push_back(std::move(task)); };
+    o.before_capsule_write = [&] { return capsule_write; };
+  };
+  // Runs what the loop would run after the current task (eviction too).
+  auto drain = [&] {
+    while (!deferred.empty()) {
+      auto due = std::move(deferred);
+      deferred.clear();
+      for (auto& t : due) t();
+    }
+  };
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  drain();
+  exec::ExitStatus s;
+  s.exit_code = 0;
+  runner.statuses[StatusPath(id, 1)] = s;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  drain();
+  ASSERT_EQ(View(id)->job.state, JobState::kSucceeded);
+
+  // Only the capsule's write failed: the job says why it is not sealed,
+  // and it is kept (not let go of) so that it will be.
+  auto unsealed = View(id);
+  ASSERT_TRUE(unsealed);
+  EXPECT_TRUE(unsealed->job.evidence.empty());
+  EXPECT_THAT(unsealed->evidence_error, HasSubstr("No space left on device"));
+  EXPECT_THAT(unsealed->evidence_error, HasSubstr("tried again every 5 s"));
+  EXPECT_NE(publisher_.Current()->Find(id), nullptr) << "kept in memory until sealed";
+  ASSERT_FALSE(timers.empty());
+
+  // Still failing: tried again later, not at once.
+  auto fire = [&] {
+    auto due = std::move(timers);
+    timers.clear();
+    for (auto& t : due) t();
+    drain();
+  };
+  fire();
+  EXPECT_THAT(View(id)->evidence_error, HasSubstr("No space left on device"));
+  ASSERT_FALSE(timers.empty());
+
+  // Space returns: the next try seals it.
+  capsule_write = Status::Ok();
+  fire();
+  auto sealed = View(id);
+  ASSERT_TRUE(sealed);
+  EXPECT_THAT(sealed->job.evidence, ::testing::StartsWith("sha256:"));
+  EXPECT_EQ(sealed->evidence_error, "");
+  EXPECT_TRUE(std::filesystem::exists(home().blob(sealed->job.evidence)));
+  auto stored = store_->LoadJob(id);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->evidence, sealed->job.evidence);
+}
+
 }  // namespace
 }  // namespace tau::server

@@ -161,8 +161,8 @@ void JobManager::SealEvidence(Job& job) {
   if (job.spec.run.workload_kind == spec::WorkloadKind::kRayJob && job.rec.attempt > 0) {
     ray_info = home_.attempt_dir(job.rec.id, job.rec.attempt) / "ray.json";
   }
-  RunInBackground([this, id = job.rec.id, in = std::move(in), venv_marker, ray_info,
-                   root = home_.root()]() mutable -> std::function<void()> {
+  RunInBackground([this, id = job.rec.id, in = std::move(in), venv_marker, ray_info, root = home_.root(),
+                   before_write = options_.before_capsule_write]() mutable -> std::function<void()> {
     // The Python environment the last attempt ran in: its runtime.pip
     // environment, else for a local rayjob the one Ray runs in.
     std::string python;
@@ -187,23 +187,64 @@ void JobManager::SealEvidence(Job& job) {
         }
       }
     }
-    auto digest = WriteBlob(AssembleCapsule(in, /*complete=*/true));
+    const Status fault = before_write ? before_write() : Status::Ok();
+    Result<std::string> digest = fault.ok() ? WriteBlob(AssembleCapsule(in, /*complete=*/true)) : Result<std::string>(fault);
     return [this, id, digest = std::move(digest)] {
       auto it = jobs_by_id_.find(id);
       if (it == jobs_by_id_.end()) return;
       Job& j = *it->second;
       j.sealing_evidence = false;
+      j.view.reset();
       if (!digest.ok()) {
-        log::Warn("jobs", "cannot seal the evidence", {{"job", id}, {"error", digest.status().ToString()}});
+        // Tried again later; meanwhile the job says why it is not sealed,
+        // and it is kept in memory so that it is.
+        if (j.evidence_error.empty()) {
+          log::Warn("jobs", "cannot seal the evidence; trying again every 5s",
+                    {{"job", id}, {"error", digest.status().ToString()}});
+        }
+        j.evidence_error = fmt::format("the evidence capsule could not be written ({}); it is tried again every {} s",
+                                       digest.status().message(), kStoreRetryDelay.count() / 1000);
+        ArmSealRetry();
+        Publish();
         return;
       }
-      if (!store::IsTerminal(j.rec.state)) return;  // resumed meanwhile: sealed again at its end
+      if (!j.evidence_error.empty()) log::Info("jobs", "sealed the evidence after an earlier failure", {{"job", id}});
+      j.evidence_error.clear();
+      if (!store::IsTerminal(j.rec.state)) {
+        Publish();
+        return;  // resumed meanwhile: sealed again at its end
+      }
       j.rec.evidence = *digest;
       // An ended job whose digest is lost with a crash is sealed again.
       if (Status st = DeferSaveJob(j); !st.ok()) LogStoreFailure(j, st);
       Publish();
     };
   });
+}
+
+void JobManager::ArmSealRetry() {
+  if (seal_retry_armed_ || !options_.after) return;
+  seal_retry_armed_ = true;
+  options_.after(kStoreRetryDelay, [this] {
+    seal_retry_armed_ = false;
+    RetrySealing();
+  });
+}
+
+void JobManager::RetrySealing() {
+  std::vector<Job*> waiting;
+  for (const auto& [seq, job] : jobs_by_seq_) {
+    if (!job->evidence_error.empty()) waiting.push_back(job.get());
+  }
+  for (Job* job : waiting) {
+    if (!store::IsTerminal(job->rec.state) || !job->rec.evidence.empty()) {
+      job->evidence_error.clear();  // resumed, or sealed meanwhile
+      job->view.reset();
+      continue;
+    }
+    SealEvidence(*job);
+  }
+  if (!waiting.empty()) Publish();
 }
 
 Result<SubmitRequest> JobManager::ReproduceRequest(const std::string& id_or_name,

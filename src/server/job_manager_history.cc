@@ -21,7 +21,8 @@ constexpr int kPruneBatch = 500;
 }  // namespace
 
 bool JobManager::Evictable(const Job& job) const {
-  if (!store::IsTerminal(job.rec.state) || job.holds_resources || job.sealing_evidence || job.indexing ||
+  if (!store::IsTerminal(job.rec.state) || job.holds_resources || job.sealing_evidence ||
+      !job.evidence_error.empty() || job.indexing ||
       job.index_again || job.deferred.any() || HasUnrecordedEnd(job.rec.id)) {
     return false;
   }

@@ -35,6 +35,9 @@ struct JobView {
   // first line.
   std::optional<progress::Snapshot> progress;
   bool progress_stalled = false;  // no line for longer than the stall time while running
+  // Why the ended job's evidence capsule is not sealed yet ("" when it is,
+  // or is being sealed): its write failed and is tried again.
+  std::string evidence_error;
   std::vector<std::string> secret_env_names;  // names only: values are never published
 };
 
