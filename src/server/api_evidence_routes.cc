@@ -16,6 +16,7 @@
 #include "common/names.h"
 #include "evidence/file_list.h"
 #include "evidence/tar_stream.h"
+#include "server/api_body.h"
 #include "server/api_http.h"
 #include "server/evidence_capsule.h"
 #include "server/evidence_off_loop.h"
@@ -131,8 +132,9 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
 
   server.Post(R"(/api/v1/jobs/([^/]+)/reproduce)", [ctx](const httplib::Request& req, httplib::Response& res) {
     std::string id = req.matches[1];
-    json body = json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object()) return SendError(res, InvalidArgumentError("request body is not a JSON object"));
+    auto parsed = ParseJsonObjectBody(req.body.empty() ? "{}" : req.body);
+    if (!parsed.ok()) return SendError(res, parsed.error());
+    json body = std::move(*parsed);
     std::vector<std::string> overrides;
     if (body.contains("set")) {
       if (!body["set"].is_array()) return SendError(res, InvalidArgumentError("\"set\" is a list of PATH=VALUE strings"));

@@ -27,6 +27,7 @@
 #include "common/strings.h"
 #include "evidence/snapshot.h"
 #include "render/kueue_config.h"
+#include "server/api_body.h"
 #include "server/api_http.h"
 #include "server/elastic_pool.h"
 #include "server/job_history.h"
@@ -434,11 +435,7 @@ class ApiServer::Impl {
       return InvalidArgumentError(fmt::format("request body is {} bytes; at most {} are accepted",
                                               req.body.size(), kMaxJsonBody));
     }
-    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded() || !body.is_object()) {
-      return InvalidArgumentError("request body is not a JSON object");
-    }
-    return body;
+    return ParseJsonObjectBody(req.body);
   }
 
   void Routes() {
@@ -660,8 +657,10 @@ class ApiServer::Impl {
     // Kueue configuration.
     server_.Post("/api/v1/admin/apply", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.body.size() > (size_t{4} << 20)) return SendError(res, InvalidArgumentError("manifests larger than 4 MiB"));
-      json body = json::parse(req.body, nullptr, false);
-      if (!body.is_object() || !body.contains("manifests") || !body["manifests"].is_string()) {
+      auto parsed = ParseJsonObjectBody(req.body);
+      if (!parsed.ok()) return SendError(res, parsed.error());
+      json body = std::move(*parsed);
+      if (!body.contains("manifests") || !body["manifests"].is_string()) {
         return SendError(res, InvalidArgumentError("expected {\"manifests\": \"<YAML>\", \"file\": \"name\"}"));
       }
       std::string text = body["manifests"].get<std::string>();

@@ -417,6 +417,17 @@ TEST_F(ApiTest, MalformedQueryParametersAreNamed) {
   ASSERT_TRUE(WaitForState(id, "Succeeded"));
 }
 
+TEST_F(ApiTest, ABodyThatIsNotUtf8NamesTheByteItsOffsetAndTheField) {
+  const std::string body = std::string(R"({"spec": {"schema_version": 1, "name": "x)") + "\xff" +
+                           R"("}, "snapshot": "sha256:)" + std::string(64, '0') + "\"}";
+  const size_t offset = body.find(static_cast<char>(0xff));
+  Reply r = Call("POST", "/api/v1/jobs", "", body);
+  EXPECT_JSON_ERROR(r, 400, "InvalidArgument");
+  EXPECT_EQ(r.body.value("message", ""), "the request body is not valid UTF-8: byte 0xFF at offset " +
+                                             std::to_string(offset) +
+                                             " (in spec.name) does not begin or continue a UTF-8 character");
+}
+
 TEST_F(ApiTest, ANonStringImageIsAnsweredWithTheJobItCommitted) {
   // A snapshot the daemon has: the one `tau run` uploaded.
   std::string first = Submit(HalfwayJob("first", 2, "go", 0));
