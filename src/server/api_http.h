@@ -78,8 +78,11 @@ struct StreamGate {
 
 // GET /api/v1/jobs/ID/logs and the event streams (api_stream_routes.cc).
 void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res);
+// `route_job`: the job of /api/v1/jobs/ID/events (resolved); absent for
+// /api/v1/events, whose `job=` parameter names one (404 when unknown).
+// Unknown parameters are refused (400, naming them).
 void ServeEvents(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res,
-                 std::string job_id);
+                 std::optional<std::string> route_job);
 
 // GET /api/v1/jobs, paged (api_job_list_routes.cc).
 void AddJobListRoutes(httplib::Server& server, const ApiContext& ctx);

@@ -732,7 +732,7 @@ class ApiServer::Impl {
       ServeLogs(Context(), &streams_, req, res);
     });
     server_.Get("/api/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
-      ServeEvents(Context(), &streams_, req, res, req.get_param_value("job"));
+      ServeEvents(Context(), &streams_, req, res, std::nullopt);
     });
     server_.Get(R"(/api/v1/jobs/([^/]+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
       auto job = publisher_->Current()->Resolve(req.matches[1]);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "common/beneath.h"
 #include "common/strings.h"
 #include "server/api_http.h"
+#include "server/job_history.h"
 #include "server/job_json.h"
 #include "store/job_store.h"
 
@@ -292,9 +294,40 @@ void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& 
 }
 
 void ServeEvents(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res,
-                 std::string job_id) {
+                 std::optional<std::string> route_job) {
+  // The parameters each route takes; any other is a mistake to report,
+  // not to ignore (a misspelt `job=` would stream every job's events).
+  const std::vector<std::string> known = route_job ? std::vector<std::string>{"after", "follow"}
+                                                   : std::vector<std::string>{"after", "follow", "job"};
+  std::vector<std::string> unknown;
+  for (const auto& [name, value] : req.params) {
+    if (std::find(known.begin(), known.end(), name) == known.end() &&
+        std::find(unknown.begin(), unknown.end(), name) == unknown.end()) {
+      unknown.push_back(name);
+    }
+  }
+  if (!unknown.empty()) {
+    std::vector<std::string> shown;
+    for (const std::string& name : unknown) shown.push_back(ShortenUtf8(name, 64));
+    return SendError(res,
+                     InvalidArgumentError(fmt::format("unknown query parameter{} {} (this route takes {})",
+                                                      shown.size() == 1 ? "" : "s", Join(shown, ", "), Join(known, ", "))),
+                     {{"parameters", shown}});
+  }
+  std::string job_id;
+  if (route_job) {
+    job_id = std::move(*route_job);
+  } else if (req.has_param("job")) {
+    const std::string wanted = req.get_param_value("job");
+    if (wanted.empty()) return SendBadParameter(res, "job", wanted, "a job id or name");
+    auto job = ctx.publisher->Current()->Resolve(wanted);
+    if (!job) {
+      return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", ShortenUtf8(wanted, 128))),
+                       {{"parameter", "job"}});
+    }
+    job_id = job->job.id;
+  }
   struct Cursor {
-    std::shared_ptr<store::JobStore> store;
     std::string job_id;
     int64_t after = 0;
     bool follow = false;
@@ -313,15 +346,18 @@ void ServeEvents(const ApiContext& ctx, StreamGate* gate, const httplib::Request
     cur->slot = gate->Acquire();
     if (!cur->slot) return RefuseStream(res, *gate);
   }
-  auto store = store::JobStore::Open(ctx.home.database().string());
-  if (!store.ok()) return SendError(res, store.error());
-  cur->store = std::shared_ptr<store::JobStore>(std::move(*store));
   cur->job_id = std::move(job_id);
   res.set_chunked_content_provider("application/x-ndjson", [ctx, gate, cur](size_t, httplib::DataSink& sink) {
     while (true) {
       if (gate->stopping || !sink.is_writable()) return false;
       auto view = ctx.publisher->Current();
-      auto events = cur->store->LoadEvents(cur->job_id, cur->after, 500);
+      // Read through the history's pool of read connections (a few for
+      // all streams and requests), not a connection per stream.
+      if (!view->history) {
+        sink.done();
+        return true;
+      }
+      auto events = view->history->LoadEvents(cur->job_id, cur->after, 500);
       if (!events.ok()) {
         sink.done();
         return true;

@@ -417,6 +417,30 @@ TEST_F(ApiTest, MalformedQueryParametersAreNamed) {
   ASSERT_TRUE(WaitForState(id, "Succeeded"));
 }
 
+TEST_F(ApiTest, EventStreamsRefuseUnknownParametersAndUnknownJobs) {
+  std::string id = Submit(HalfwayJob("evparams", 2, "go", 0));
+  Reply unknown = Call("GET", "/api/v1/events?jb=" + id + "&follow=true&colour=red");
+  EXPECT_JSON_ERROR(unknown, 400, "InvalidArgument");
+  EXPECT_THAT(unknown.body.value("message", ""), HasSubstr("unknown query parameters colour, jb"));
+  EXPECT_EQ(unknown.body.value("details", nlohmann::json::object()).value("parameters", nlohmann::json::array()),
+            nlohmann::json::array({"colour", "jb"}));
+  // A job's own stream takes no job=.
+  Reply per_job = Call("GET", "/api/v1/jobs/" + id + "/events?job=" + id);
+  EXPECT_JSON_ERROR(per_job, 400, "InvalidArgument");
+  EXPECT_THAT(per_job.body.value("message", ""), HasSubstr("unknown query parameter job"));
+  // An unknown job is not an empty stream.
+  Reply missing = Call("GET", "/api/v1/events?job=no-such-job");
+  EXPECT_JSON_ERROR(missing, 404, "NotFound");
+  EXPECT_THAT(missing.body.value("message", ""), HasSubstr("\"no-such-job\""));
+  // A known one, by id or name, streams its events.
+  for (const std::string& job : {id, std::string("evparams")}) {
+    const std::string raw = Request("GET", "/api/v1/events?job=" + job, "Connection: close\r\n");
+    EXPECT_THAT(raw, HasSubstr("HTTP/1.1 200")) << job;
+  }
+  WriteFile("go", "");
+  ASSERT_TRUE(WaitForState(id, "Succeeded"));
+}
+
 TEST_F(ApiTest, ABodyThatIsNotUtf8NamesTheByteItsOffsetAndTheField) {
   const std::string body = std::string(R"({"spec": {"schema_version": 1, "name": "x)") + "\xff" +
                            R"("}, "snapshot": "sha256:)" + std::string(64, '0') + "\"}";
@@ -426,6 +450,46 @@ TEST_F(ApiTest, ABodyThatIsNotUtf8NamesTheByteItsOffsetAndTheField) {
   EXPECT_EQ(r.body.value("message", ""), "the request body is not valid UTF-8: byte 0xFF at offset " +
                                              std::to_string(offset) +
                                              " (in spec.name) does not begin or continue a UTF-8 character");
+}
+
+// The open files of a process: /proc/PID/fd.
+size_t OpenFiles(int64_t pid) {
+  size_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST_F(ApiTest, EventFollowersShareABoundedSetOfDatabaseConnections) {
+  std::string id = Submit(HalfwayJob("fds", 4, "go", 0));
+  ASSERT_TRUE(WaitForState(id, "Running"));
+  const int64_t pid = DaemonPid();
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(Call("GET", "/api/v1/events?job=" + id).status, 200);
+  const size_t before = OpenFiles(pid);
+  constexpr int kFollowers = 96;
+  std::vector<std::unique_ptr<RawHttp>> followers;
+  for (int i = 0; i < kFollowers; ++i) {
+    auto f = std::make_unique<RawHttp>(ApiUrl());
+    ASSERT_TRUE(f->connected()) << i;
+    const std::string target = i % 2 ? "/api/v1/jobs/" + id + "/events?follow=true" : "/api/v1/events?follow=true";
+    ASSERT_TRUE(f->Send("GET " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ApiToken() + "\r\n\r\n"));
+    ASSERT_THAT(f->ReadResponse(30000, /*head_only=*/true), HasSubstr("HTTP/1.1 200")) << i;
+    followers.push_back(std::move(f));
+  }
+  // Each follower holds its socket; the database's read connections (at
+  // most 8, two files each) are shared by all of them.
+  const size_t during = OpenFiles(pid);
+  EXPECT_LE(during, before + kFollowers + 2 * 8 + 8) << before << " before, " << during << " with followers";
+  // Once they leave, the files go with them.
+  followers.clear();
+  EXPECT_TRUE(WaitUntil([&] { return OpenFiles(pid) <= before + 2 * 8; })) << OpenFiles(pid) << " after, " << before
+                                                                               << " before";
+  WriteFile("go", "");
+  ASSERT_TRUE(WaitForState(id, "Succeeded"));
 }
 
 TEST_F(ApiTest, ANonStringImageIsAnsweredWithTheJobItCommitted) {
