@@ -9,6 +9,17 @@
 namespace tau::server {
 using nlohmann::json;
 
+namespace {
+thread_local bool end_connection = false;
+}  // namespace
+
+void EndConnectionAfterAnswer(httplib::Response& res) {
+  res.set_header("Connection", "close");
+  end_connection = true;
+}
+bool ConnectionEndRequested() { return end_connection; }
+void ResetConnectionEnd() { end_connection = false; }
+
 int HttpStatusFor(StatusCode code) {
   switch (code) {
     case StatusCode::kOk: return 200;

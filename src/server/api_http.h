@@ -61,6 +61,14 @@ void AddPortalRoutes(httplib::Server& server, const std::string& token);
 std::string PortalSession(const std::string& token);
 std::string SessionCookieOf(const std::string& cookie_header);
 
+// Makes the answer being written its connection's last: it says
+// Connection: close, and the connection is closed once the answer is out.
+void EndConnectionAfterAnswer(httplib::Response& res);
+// Whether the request this thread serves asked for that; reset before each
+// request (by the API's connection loop).
+bool ConnectionEndRequested();
+void ResetConnectionEnd();
+
 // A decimal count from a query parameter or header: digits only.
 std::optional<int64_t> ParseCount(const std::string& text);
 

@@ -28,6 +28,7 @@
 #include "evidence/snapshot.h"
 #include "render/kueue_config.h"
 #include "server/api_body.h"
+#include "server/api_connection.h"
 #include "server/api_http.h"
 #include "server/elastic_pool.h"
 #include "server/job_history.h"
@@ -64,8 +65,11 @@ thread_local bool request_unrouted = false;
 // once the answer is out.
 thread_local bool close_after_answer = false;
 
+// The connection this thread serves (set while ApiHttpServer serves it).
+thread_local ApiConnection* current_connection = nullptr;
+
 void CloseAfterAnswer(httplib::Response& res) {
-  res.set_header("Connection", "close");
+  EndConnectionAfterAnswer(res);
   close_after_answer = true;
 }
 
@@ -97,12 +101,12 @@ int SocketOf(const httplib::Request& req) {
 
 // Ends a connection whose request body was left unread without losing
 // the answer already written: sends FIN, reads and drops what the client
-// still sends (for at most 2 s and 64 MiB), then makes httplib's next read
+// still sends (for at most `wait` and 64 MiB), then makes httplib's next read
 // see the end, so that it closes the socket.
-void LingeringClose(int fd) {
+void LingeringClose(int fd, std::chrono::milliseconds wait = std::chrono::seconds(2)) {
   if (fd < 0) return;
   ::shutdown(fd, SHUT_WR);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
   size_t dropped = 0;
   char buf[16384];
   while (dropped < (size_t{64} << 20)) {
@@ -160,6 +164,8 @@ class ApiHttpServer : public httplib::Server {
   httplib::Server& Put(const std::string& pattern, Handler handler) {
     return httplib::Server::Put(pattern, Capped(Record("PUT", pattern), std::move(handler)));
   }
+
+  void set_connection_timeouts(ConnectionTimeouts timeouts) { timeouts_ = timeouts; }
 
   // httplib listens with a backlog of 5, so connections that arrive
   // together would wait for SYN retries; listening again widens it.
@@ -219,7 +225,34 @@ class ApiHttpServer : public httplib::Server {
     };
   }
 
+  // Serves one connection (httplib's own loop, with ApiConnection's
+  // deadlines): requests one after another until the client closes, is
+  // silent for the idle timeout, misses a head deadline, has sent the most
+  // requests one connection may, or an answer ends the connection.
+  bool process_and_close_socket(socket_t sock) override {
+    ApiConnection connection(sock, timeouts_);
+    current_connection = &connection;
+    bool ret = false;
+    auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
+    for (size_t left = keep_alive_max_count_; left > 0 && connection.NextRequest(stopping); --left) {
+      bool closed = false;
+      ResetConnectionEnd();
+      ret = process_request(connection, /*close_connection=*/left == 1, closed, nullptr);
+      if (!ret || closed || ConnectionEndRequested() || connection.head_timed_out()) break;
+    }
+    // A client cut off mid-head may still be sending: closing with its
+    // bytes unread would reset the connection and could lose the 408.
+    // Briefly: a client that trickles its head is not worth a thread.
+    if (connection.head_timed_out()) LingeringClose(sock, std::chrono::milliseconds(250));
+    ResetConnectionEnd();
+    current_connection = nullptr;
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ret;
+  }
+
   std::vector<Route> routes_;
+  ConnectionTimeouts timeouts_;
 };
 
 // The route of a path, for metrics: ids, names, digests and UUIDs become
@@ -283,8 +316,9 @@ class ApiServer::Impl {
     }
     server_.new_task_queue = [pool] { return new PoolTaskQueue(pool); };
     server_.set_payload_max_length(kMaxBlobBody);
-    server_.set_read_timeout(30, 0);
-    server_.set_write_timeout(30, 0);
+    ConnectionTimeouts timeouts;
+    timeouts.head_timeout = options_.request_head_timeout;
+    server_.set_connection_timeouts(timeouts);
     server_.set_keep_alive_max_count(1000);
     server_.set_tcp_nodelay(true);
     server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -343,7 +377,13 @@ class ApiServer::Impl {
       request_unrouted = true;
       const std::string path = ShortenUtf8(req.path, 200);
       json details = {{"method", ShortenUtf8(req.method, 16)}, {"path", path}};
-      if (res.status == 404) {
+      if (current_connection && current_connection->head_timed_out()) {
+        EndConnectionAfterAnswer(res);
+        const auto ms = options_.request_head_timeout.count();
+        SendError(res, DeadlineExceededError(fmt::format("the request's headers did not all arrive within {} ms of its "
+                                                         "first byte", ms)),
+                  {{"head_timeout_ms", ms}}, 408);
+      } else if (res.status == 404) {
         std::string allowed = req.path.size() <= kMaxPathBytes ? server_.MethodsFor(req.path) : "";
         if (!allowed.empty()) {
           res.set_header("Allow", allowed);
@@ -444,7 +484,7 @@ class ApiServer::Impl {
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - request_started).count();
       if (close_after_answer) {
         close_after_answer = false;
-        LingeringClose(SocketOf(req));
+        LingeringClose(current_connection ? current_connection->socket() : SocketOf(req));
       }
       log::Debug("api", "request", {{"method", req.method}, {"path", req.path}, {"status", std::to_string(res.status)},
                                     {"ms", fmt::format("{:.1f}", seconds * 1000)}});

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,6 +28,10 @@ struct ApiServerOptions {
   // and no more than half the open-file limit less 256 allows); more are
   // refused with 429.
   int max_streams = 0;
+  // From a request's first byte to the end of its headers: a client
+  // slower than that gets 408 and its connection closed (so clients that
+  // trickle headers cannot hold the API's threads).
+  std::chrono::milliseconds request_head_timeout{10000};
   sched::Resources capacity;
   // Served at /metrics (with the API token), nullptr: no /metrics.
   metrics::Registry* metrics = nullptr;

@@ -28,9 +28,12 @@ namespace {
 constexpr int kStreamRetryAfterSeconds = 5;
 
 // Answers a followed stream past the gate's cap: 429 with the API's JSON
-// error and Retry-After (streams end when their clients leave).
+// error and Retry-After (streams end when their clients leave). The
+// connection ends with the answer, so a refused client holds no thread
+// while it waits to retry.
 void RefuseStream(httplib::Response& res, const StreamGate& gate) {
   res.set_header("Retry-After", std::to_string(kStreamRetryAfterSeconds));
+  EndConnectionAfterAnswer(res);
   SendError(res, ResourceExhaustedError(fmt::format(
                      "{} log and event streams are open, the most this taugridd serves at once; "
                      "close some and retry", gate.max)));

@@ -53,6 +53,17 @@ class RawHttp {
     }
     return true;
   }
+  // Whether the server closes the connection (reads end of stream) within
+  // `timeout_ms` (a hang guard); what it sends meanwhile is dropped.
+  bool PeerCloses(int timeout_ms = 30000) {
+    char buf[4096];
+    while (true) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, timeout_ms) != 1) return false;
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return true;
+    }
+  }
   // Reads until the response's head (and, unless `head_only`, its
   // Content-Length body) is in, the peer closes, or `timeout_ms` passes
   // without data (a hang guard).
@@ -317,9 +328,15 @@ TEST_F(StreamCapTest, AStreamPastTheCapIsRefusedWithAJsonErrorAndRetryAfter) {
     ASSERT_THAT(f->ReadResponse(30000, /*head_only=*/true), HasSubstr("HTTP/1.1 200"));
     followers.push_back(std::move(f));
   }
-  Reply refused = Call("GET", "/api/v1/jobs/" + id + "/logs?follow=true");
+  RawHttp refused_http(ApiUrl());
+  ASSERT_TRUE(refused_http.Send(follow));
+  Reply refused = Parse(refused_http.ReadResponse());
   EXPECT_JSON_ERROR(refused, 429, "ResourceExhausted");
   EXPECT_THAT(refused.head, HasSubstr("Retry-After: 5"));
+  // The refused client's connection ends with the answer: it holds no
+  // server thread while it waits to retry.
+  EXPECT_THAT(refused.head, HasSubstr("Connection: close"));
+  EXPECT_TRUE(refused_http.PeerCloses());
   EXPECT_THAT(refused.body.value("message", ""), HasSubstr("2 log and event streams are open"));
   EXPECT_JSON_ERROR(Call("GET", "/api/v1/events?follow=true"), 429, "ResourceExhausted");
   // Reads that do not follow are not streams, and the rest still answers.

@@ -1,0 +1,87 @@
+#pragma once
+
+// One API connection as httplib sees it (included only by api_*.cc files:
+// it includes cpp-httplib).
+//
+// httplib 0.11 gives each read of a request its own timeout, so a client
+// that sends its request head a byte at a time, each byte just within the
+// read timeout, holds a thread for as long as it likes. This stream bounds
+// the whole head instead: from the request's first byte to the end of its
+// headers at most `head_timeout`, and between requests on a kept-alive
+// connection at most `idle_timeout` of silence.
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace tau::server {
+
+struct ConnectionTimeouts {
+  // From a request's first byte to the end of its headers.
+  std::chrono::milliseconds head_timeout{10000};
+  // Each read of a request body, and each write of an answer.
+  std::chrono::milliseconds read_timeout{30000};
+  std::chrono::milliseconds write_timeout{30000};
+  // Silence before a request on a kept-alive connection (and before the
+  // first one on a new connection).
+  std::chrono::milliseconds idle_timeout{5000};
+};
+
+class ApiConnection : public httplib::Stream {
+ public:
+  ApiConnection(int sock, ConnectionTimeouts timeouts);
+
+  // Waits up to idle_timeout (in slices, returning early once `stopping`
+  // says so) for the next request's first byte; true when one is there.
+  // Starts that request's head deadline.
+  template <typename Stopping>
+  bool NextRequest(const Stopping& stopping) {
+    const auto until = std::chrono::steady_clock::now() + timeouts_.idle_timeout;
+    while (!HasBufferedData()) {
+      if (stopping()) return false;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      int ready = WaitReadable(std::min<std::chrono::milliseconds>(left, std::chrono::milliseconds(100)));
+      if (ready < 0) return false;
+      if (ready > 0) break;
+    }
+    BeginRequest();
+    return true;
+  }
+  // Whether the last request's head missed its deadline (httplib then
+  // answers 400 or closes; the API makes that a 408).
+  bool head_timed_out() const { return head_timed_out_; }
+
+  bool is_readable() const override;
+  bool is_writable() const override;
+  ssize_t read(char* ptr, size_t size) override;
+  ssize_t write(const char* ptr, size_t size) override;
+  // httplib asks for the peer's address once it has read the request's
+  // headers: that ends the head deadline.
+  void get_remote_ip_and_port(std::string& ip, int& port) const override;
+  void get_local_ip_and_port(std::string& ip, int& port) const override;
+  socket_t socket() const override { return sock_; }
+
+ private:
+  void BeginRequest();
+  bool HasBufferedData() const { return buffer_start_ < buffer_end_; }
+  // poll() for input: 1 ready, 0 timed out, -1 error.
+  int WaitReadable(std::chrono::milliseconds timeout) const;
+  // How long the next read may wait: the read timeout, or what is left of
+  // the head deadline while the head is being read.
+  std::chrono::milliseconds ReadBudget() const;
+
+  int sock_;
+  ConnectionTimeouts timeouts_;
+  std::vector<char> buffer_;
+  size_t buffer_start_ = 0;
+  size_t buffer_end_ = 0;
+  mutable bool in_head_ = false;
+  mutable bool head_timed_out_ = false;
+  std::chrono::steady_clock::time_point head_deadline_;
+};
+
+}  // namespace tau::server

@@ -1,0 +1,167 @@
+// The API's connections: clients that trickle their request heads are cut
+// off at the head deadline, so they cannot hold the API's threads.
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/api_server.h"
+
+namespace tau::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+int Connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Everything the server sends until it closes the connection, or until
+// nothing came for `guard_ms` (a hang guard, not a timing assertion).
+std::string ReadUntilClosed(int fd, int guard_ms = 60000) {
+  std::string in;
+  char buf[4096];
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, guard_ms) != 1) return in;
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return in;
+    in.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// An ApiServer on a free loopback port with two threads and a short head
+// deadline; /healthz needs neither jobs nor a control loop.
+class ApiConnectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    home_ = std::filesystem::temp_directory_path() / ("tau-api-conn-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(home_);
+    ApiServerOptions options;
+    options.token = "token";
+    options.min_threads = 2;
+    options.max_threads = 2;
+    options.request_head_timeout = std::chrono::milliseconds(300);
+    server_ = std::make_unique<ApiServer>(TauHome(home_), nullptr, nullptr, nullptr, options);
+    auto port = server_->Bind();
+    ASSERT_TRUE(port.ok()) << port.error().ToString();
+    port_ = *port;
+    serving_ = std::thread([this] { server_->Serve(); });
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (serving_.joinable()) serving_.join();
+    std::error_code ec;
+    std::filesystem::remove_all(home_, ec);
+  }
+
+  std::filesystem::path home_;
+  std::unique_ptr<ApiServer> server_;
+  int port_ = 0;
+  std::thread serving_;
+};
+
+// A client that sends a request line, then a header one byte every 20 ms
+// for as long as the server reads it.
+class Trickler {
+ public:
+  explicit Trickler(int port) : fd_(Connect(port)) {
+    started_ = std::thread([this] {
+      bool ok = fd_ >= 0 && SendAll(fd_, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+      first_sent_.set_value();
+      while (ok && !stop_) {
+        ok = SendAll(fd_, "a");
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+    first_sent_.get_future().wait();
+  }
+  ~Trickler() {
+    stop_ = true;
+    started_.join();
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+  std::atomic<bool> stop_{false};
+  std::promise<void> first_sent_;
+  std::thread started_;
+};
+
+TEST_F(ApiConnectionTest, ClientsTricklingHeadersDoNotHoldTheApi) {
+  // Twice as many trickling clients as the API has threads: without a head
+  // deadline they would hold both threads for as long as they trickle.
+  std::vector<std::unique_ptr<Trickler>> slow;
+  for (int i = 0; i < 4; ++i) slow.push_back(std::make_unique<Trickler>(port_));
+  int fd = Connect(port_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  std::string answer = ReadUntilClosed(fd);
+  ::close(fd);
+  EXPECT_THAT(answer, StartsWith("HTTP/1.1 200"));
+}
+
+TEST_F(ApiConnectionTest, AHeadPastItsDeadlineIsAnswered408AndTheConnectionClosed) {
+  Trickler slow(port_);
+  std::string answer = ReadUntilClosed(slow.fd());
+  EXPECT_THAT(answer, StartsWith("HTTP/1.1 408"));
+  EXPECT_THAT(answer, HasSubstr("Connection: close"));
+  size_t body = answer.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  auto json = nlohmann::json::parse(answer.substr(body + 4), nullptr, false);
+  ASSERT_TRUE(json.is_object()) << answer;
+  EXPECT_EQ(json.value("code", ""), "DeadlineExceeded");
+  EXPECT_THAT(json.value("message", ""), HasSubstr("did not all arrive within 300 ms"));
+}
+
+TEST_F(ApiConnectionTest, AKeptAliveConnectionServesRequestsOneAfterAnother) {
+  int fd = Connect(port_);
+  ASSERT_GE(fd, 0);
+  // Two requests in one write (pipelined), then a third that closes.
+  ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                          "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  std::string answer = ReadUntilClosed(fd);
+  ::close(fd);
+  size_t answers = 0;
+  for (size_t at = answer.find("HTTP/1.1 200"); at != std::string::npos; at = answer.find("HTTP/1.1 200", at + 1)) {
+    ++answers;
+  }
+  EXPECT_EQ(answers, 3u) << answer;
+}
+
+}  // namespace
+}  // namespace tau::server
