@@ -27,6 +27,24 @@ Location PositionMap::At(std::string_view path) const {
 
 namespace {
 
+// A number with no suffix: digits with at most one decimal point, no sign,
+// no exponent ("64", "1.5").
+bool IsBareNumber(std::string_view s) {
+  if (!s.empty() && s[0] == '+') s.remove_prefix(1);
+  if (s.empty()) return false;
+  bool point = false, digit = false;
+  for (char ch : s) {
+    if (ch == '.' && !point) {
+      point = true;
+    } else if (ch >= '0' && ch <= '9') {
+      digit = true;
+    } else {
+      return false;
+    }
+  }
+  return digit;
+}
+
 std::string Join(std::string_view parent, std::string_view key) {
   return parent.empty() ? std::string(key) : fmt::format("{}.{}", parent, key);
 }
@@ -399,7 +417,17 @@ class Decoder {
     }
     if (const Node* v = Optional(n, "compute", "cpus")) PositiveQuantity(*v, "compute.cpus", &c->cpus);
     if (const Node* v = Optional(n, "compute", "memory")) {
-      if (PositiveQuantity(*v, "compute.memory", &c->memory) && !c->memory.IsWholeUnits()) {
+      if (!PositiveQuantity(*v, "compute.memory", &c->memory)) {
+        // reported
+      } else if (!v->quoted && v->tag.empty() && IsBareNumber(v->scalar)) {
+        // `memory: 64` is 64 bytes to Kubernetes and 64 MB to Slurm's
+        // --mem: almost surely neither is meant.
+        diags_->Error(v->location,
+                      fmt::format("compute.memory: {} has no unit, which would mean {} bytes; did you mean "
+                                  "{}Gi? (Gi = 2^30 bytes, Mi = 2^20; a byte count is written quoted, "
+                                  "\"{}\", or with an exponent)",
+                                  v->scalar, v->scalar, v->scalar, v->scalar));
+      } else if (!c->memory.IsWholeUnits()) {
         diags_->Error(v->location, fmt::format("compute.memory: {} is not a whole number of bytes",
                                                v->scalar));
       }

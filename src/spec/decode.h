@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "spec/diagnostics.h"
 #include "spec/job_spec.h"
@@ -32,5 +33,11 @@ void DecodeJobSpec(const Node& root, JobSpec* spec, PositionMap* positions, Diag
 // The cross-field rules (torchrun needs a .py entrypoint, workers > 1 needs
 // a launcher that can start a gang, ...). Adds errors and warnings.
 void ValidateJobSpec(const JobSpec& spec, const PositionMap& positions, Diagnostics* diags);
+
+// What is wrong with `name` as the metadata.name of the objects `spec`
+// renders to, beyond the DNS-1123 label form (a rayjob's name length, a
+// gang's Service name and its pods' hostnames NAME-INDEX); empty when
+// nothing. Used for the spec's name and for `tau render --object-name`.
+std::vector<std::string> WorkloadNameProblems(std::string_view name, const JobSpec& spec);
 
 }  // namespace tau::spec

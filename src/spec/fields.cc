@@ -13,7 +13,8 @@ const std::vector<FieldDoc>& Catalogue() {
        "Name of the job. Names need not be unique: commands that take a name act on the newest "
        "job with that name. A rayjob's name is at most 47 characters (KubeRay derives cluster "
        "names from it); a job with workers > 1 must start its name with a letter (it also names "
-       "a Kubernetes Service).",
+       "a Kubernetes Service), and NAME-INDEX, the hostname of its last worker's pod, must fit in 63 "
+       "characters.",
        "name: llama-finetune", {}, "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},
       {"workspace", FieldType::kString, "DNS-1123 label", "default", false,
        "Workspace the job belongs to (a Kubernetes namespace; the namespace of a Kueue "
@@ -66,7 +67,9 @@ const std::vector<FieldDoc>& Catalogue() {
       {"compute.cpus", FieldType::kQuantity, "quantity > 0", "1", false,
        "CPUs per worker, as a Kubernetes quantity (500m is half a CPU).", "cpus: 16"},
       {"compute.memory", FieldType::kQuantity, "quantity > 0", "2Gi", false,
-       "Memory per worker, as a Kubernetes quantity (Gi = 2^30 bytes, G = 10^9 bytes).",
+       "Memory per worker, as a Kubernetes quantity (Gi = 2^30 bytes, G = 10^9 bytes). A plain "
+       "number without a unit (`memory: 64`) is refused, with a hint: it would mean bytes; a byte "
+       "count is written quoted (`\"68719476736\"`) or with an exponent (`64e9`).",
        "memory: 64Gi"},
       {"compute.gpu_class", FieldType::kString, "`any` or a GPU class name", "any", false,
        "GPU model the job needs, as the platform names GPU classes (for example h200-141gb). "

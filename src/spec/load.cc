@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "spec/overrides.h"
@@ -68,13 +69,20 @@ Result<LoadedSpec> LoadJobSpecText(std::string_view text, std::string_view file_
 Result<LoadedSpec> LoadJobSpecFile(const std::string& path, const LoadOptions& options,
                                    Diagnostics* diags) {
   std::error_code ec;
+  // Read at most one byte past the limit; the reader reports the size.
+  constexpr size_t kReadCap = (1 << 20) + 1;
+  if (path == kStdinPath) {
+    std::string text(kReadCap, '\0');
+    std::cin.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(std::cin.gcount()));
+    if (std::cin.bad()) return ErrnoError(errno, "cannot read the standard input");
+    return LoadJobSpecText(text, kStdinName, fs::current_path(ec), options, diags);
+  }
   if (fs::is_directory(path, ec)) {
     return InvalidArgumentError(fmt::format("{}: is a folder, not a job spec file", path));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return ErrnoError(errno, fmt::format("cannot read {}", path));
-  // Read at most one byte past the limit; the reader reports the size.
-  constexpr size_t kReadCap = (1 << 20) + 1;
   std::string text(kReadCap, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));

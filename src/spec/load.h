@@ -28,7 +28,13 @@ struct LoadedSpec {
   std::filesystem::path working_dir;       // absolute, resolved
 };
 
-// Reads, parses, overrides, decodes and validates a spec file. Every problem
+// The path that names the standard input (`tau validate -`), and the file
+// name its diagnostics carry.
+inline constexpr std::string_view kStdinPath = "-";
+inline constexpr std::string_view kStdinName = "<stdin>";
+
+// Reads, parses, overrides, decodes and validates a spec file (`-`: the
+// standard input, whose relative paths resolve against the current folder). Every problem
 // (errors and warnings, each with FILE:LINE:COL) is added to `diags`.
 // Returns InvalidArgument when any error was found, NotFound or
 // PermissionDenied when the file cannot be read.

@@ -9,8 +9,44 @@ namespace tau::spec {
 namespace {
 
 constexpr size_t kMaxRayJobNameLength = 47;
+constexpr size_t kMaxHostnameLength = 63;
+
+int Digits(int64_t n) {
+  int digits = 1;
+  while (n >= 10) n /= 10, ++digits;
+  return digits;
+}
 
 }  // namespace
+
+std::vector<std::string> WorkloadNameProblems(std::string_view name, const JobSpec& s) {
+  std::vector<std::string> problems;
+  if (name.empty()) return problems;
+  const ComputeSpec& c = s.compute;
+  if (s.run.workload_kind == WorkloadKind::kRayJob && name.size() > kMaxRayJobNameLength) {
+    problems.push_back(fmt::format("a rayjob's name is at most {} characters (KubeRay derives "
+                                   "cluster names from it); \"{}\" has {}",
+                                   kMaxRayJobNameLength, name, name.size()));
+  }
+  if (c.workers > 1 && s.run.workload_kind == WorkloadKind::kJob) {
+    if (!(name[0] >= 'a' && name[0] <= 'z')) {
+      problems.push_back(fmt::format("a job with several workers must start its name with a letter "
+                                     "(it also names the gang's Kubernetes Service); \"{}\" does not",
+                                     name));
+    }
+    // Each worker's pod is reachable as NAME-INDEX, a DNS label of at most
+    // 63 characters.
+    const std::string last_host = fmt::format("{}-{}", name, c.workers - 1);
+    if (last_host.size() > kMaxHostnameLength) {
+      problems.push_back(fmt::format(
+          "a job with {} workers gives its pods the hostnames NAME-0 to NAME-{}, which must fit in {} "
+          "characters; \"{}\" has {}, so the name may have at most {}",
+          c.workers, c.workers - 1, kMaxHostnameLength, last_host, last_host.size(),
+          kMaxHostnameLength - 1 - Digits(c.workers - 1)));
+    }
+  }
+  return problems;
+}
 
 void ValidateJobSpec(const JobSpec& s, const PositionMap& pos, Diagnostics* diags) {
   const RunSpec& run = s.run;
@@ -56,18 +92,8 @@ void ValidateJobSpec(const JobSpec& s, const PositionMap& pos, Diagnostics* diag
                                "worker",
                                c.processes_per_worker, c.gpus, c.gpus == 1 ? "" : "s"));
   }
-  if (run.workload_kind == WorkloadKind::kRayJob && s.name.size() > kMaxRayJobNameLength) {
-    diags->Error(pos.At("name"),
-                 fmt::format("name: a rayjob's name is at most {} characters (KubeRay derives "
-                             "cluster names from it); \"{}\" has {}",
-                             kMaxRayJobNameLength, s.name, s.name.size()));
-  }
-  if (c.workers > 1 && run.workload_kind == WorkloadKind::kJob && !s.name.empty() &&
-      !(s.name[0] >= 'a' && s.name[0] <= 'z')) {
-    diags->Error(pos.At("name"),
-                 fmt::format("name: a job with several workers must start its name with a letter "
-                             "(it also names the gang's Kubernetes Service); \"{}\" does not",
-                             s.name));
+  for (const std::string& problem : WorkloadNameProblems(s.name, s)) {
+    diags->Error(pos.At("name"), "name: " + problem);
   }
   if (s.retry.max_backoff < s.retry.backoff) {
     diags->Error(pos.At(pos.Has("retry.max_backoff") ? "retry.max_backoff" : "retry.backoff"),
