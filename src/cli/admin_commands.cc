@@ -5,43 +5,88 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "cli/api_client.h"
 #include "cli/command_support.h"
 #include "cli/connect.h"
 #include "cli/exit_codes.h"
+#include "cli/file_args.h"
 #include "cli/table.h"
 #include "cli/terminal.h"
 #include "render/kueue_config.h"
 #include "render/yaml_emitter.h"
+#include "spec/load.h"
+#include "spec/yaml_tree.h"
 
 namespace tau::cli {
 using nlohmann::json;
 
 
-int RunAdminApply(const std::vector<std::string>& files) {
+namespace {
+
+// Errors for documents that are workloads rather than platform
+// configuration (a TauGrid job spec, a batch/v1 Job, a RayJob): they are
+// submitted with `tau run`, which `tau admin apply` must say instead of
+// calling them unknown kinds. False when there were any.
+bool CheckNotAWorkload(const std::string& text, const std::string& file, spec::Diagnostics* diags) {
+  std::vector<spec::Node> docs;
+  spec::Diagnostics parse_diags;
+  if (!spec::ReadYamlDocuments(text, file, {}, &docs, &parse_diags)) return true;  // decoding reports it
+  bool ok = true;
+  for (const spec::Node& doc : docs) {
+    if (!doc.IsMapping()) continue;
+    const spec::Node* api = doc.Find("apiVersion");
+    const spec::Node* kind = doc.Find("kind");
+    const std::string api_text = api && api->IsScalar() ? api->scalar : "";
+    const std::string kind_text = kind && kind->IsScalar() ? kind->scalar : "";
+    if (!api && (doc.Find("schema_version") || doc.Find("run"))) {
+      diags->Error(doc.location, fmt::format("this is a TauGrid job spec, not platform configuration: "
+                                             "submit it with `tau run {}`",
+                                             file));
+      ok = false;
+    } else if ((api_text == "batch/v1" && kind_text == "Job") ||
+               (api_text.starts_with("ray.io/") && kind_text == "RayJob")) {
+      diags->Error(kind->location,
+                   fmt::format("a {} {} is a workload, not platform configuration: write it as a job spec "
+                               "and submit it with `tau run` (`tau render` shows the {} it becomes)",
+                               api_text, kind_text, kind_text));
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+int RunAdminApply(const std::vector<std::string>& args) {
+  auto files = ExpandFileArgs(args);
+  if (!files.ok()) {
+    std::fprintf(stderr, "tau: %s\n", files.error().message().c_str());
+    return kExitUsage;
+  }
   // Check locally first: positioned errors without a server.
   std::vector<std::pair<std::string, std::string>> texts;
   bool bad = false;
-  for (const std::string& file : files) {
-    std::ifstream in(file);
-    if (!in) {
-      std::fprintf(stderr, "tau: cannot read %s: %s\n", file.c_str(), std::strerror(errno));
+  for (const std::string& path : *files) {
+    auto text = ReadFileArg(path);
+    if (!text.ok()) {
+      std::fprintf(stderr, "tau: %s\n", text.error().message().c_str());
       return kExitUsage;
     }
-    std::stringstream buf;
-    buf << in.rdbuf();
-    render::DecodedKueueConfig decoded;
+    const std::string file = path == "-" ? std::string(spec::kStdinName) : path;
     spec::Diagnostics diags;
-    if (!render::DecodeKueueManifests(buf.str(), file, &decoded, &diags)) bad = true;
+    if (!CheckNotAWorkload(*text, file, &diags)) {
+      bad = true;
+    } else {
+      render::DecodedKueueConfig decoded;
+      if (!render::DecodeKueueManifests(*text, file, &decoded, &diags)) bad = true;
+    }
     for (const auto& d : diags.Sorted()) {
       if (d.severity == spec::Severity::kError) std::fprintf(stderr, "%s\n", spec::FormatDiagnostic(d).c_str());
     }
-    texts.emplace_back(file, buf.str());
+    texts.emplace_back(file, std::move(*text));
   }
   if (bad) return kExitUsage;
   auto client = Client();
@@ -59,7 +104,7 @@ int RunAdminApply(const std::vector<std::string>& files) {
   return kExitOk;
 }
 
-int RunAdminGet(const std::string& kind, const std::string& name) {
+int RunAdminGet(const std::string& kind, const std::string& name, const std::string& output) {
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
   std::string path = "/api/v1/admin/objects?kind=" + UrlEscape(kind) + "&name=" + UrlEscape(name);
@@ -69,6 +114,14 @@ int RunAdminGet(const std::string& kind, const std::string& name) {
   if (objects.empty() && !name.empty()) {
     std::fprintf(stderr, "tau: no %s named \"%s\"\n", kind.c_str(), name.c_str());
     return kExitFailure;
+  }
+  if (output == "json") {
+    // One object as itself, several as a List, as kubectl prints them.
+    const json shown = objects.size() == 1 && !name.empty()
+                           ? objects[0]
+                           : json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}};
+    std::printf("%s\n", shown.dump(2).c_str());
+    return kExitOk;
   }
   bool first = true;
   for (const json& o : objects) {
@@ -95,8 +148,8 @@ int RunQueues(const std::string& output) {
   if (!client.ok()) return Fail(client.error());
   auto result = client->Get("/api/v1/queues");
   if (!result.ok()) return Fail(result.error());
-  if (output == "json") {
-    std::printf("%s\n", result->dump(2).c_str());
+  if (!output.empty()) {
+    PrintJsonOrYaml(*result, output);
     return kExitOk;
   }
   const bool fair = result->value("fair_sharing", false);

@@ -7,13 +7,17 @@ namespace tau::cli {
 
 // Queue and platform-configuration commands. Each returns the exit code.
 
-// tau admin apply -f FILE...: Kueue manifests, upserted by kind and name.
-int RunAdminApply(const std::vector<std::string>& files);
-// tau admin get [KIND [NAME]]: the configuration as Kueue YAML.
-int RunAdminGet(const std::string& kind, const std::string& name);
+// tau admin apply -f PATH...: Kueue manifests from files, folders (their
+// .yaml/.yml/.json files) or `-` (stdin), upserted by kind and name. Nothing
+// is sent unless every document checks out locally; a job spec or a
+// batch/v1 Job is refused with a pointer to `tau run`.
+int RunAdminApply(const std::vector<std::string>& paths);
+// tau admin get [KIND [NAME]] [-o yaml|json]: the configuration as Kueue
+// YAML (default), or JSON (one object, or a List of them).
+int RunAdminGet(const std::string& kind, const std::string& name, const std::string& output);
 // tau admin delete KIND NAME [-n WORKSPACE]
 int RunAdminDelete(const std::string& kind, const std::string& name, const std::string& workspace);
-// tau queues [-o json]
+// tau queues [-o json|yaml]
 int RunQueues(const std::string& output);
 // tau why JOB: why it waits (or what happened to it).
 int RunWhy(const std::string& job);

@@ -38,8 +38,19 @@ Status ErrorFromBody(int http_status, const std::string& body) {
   return InternalError(fmt::format("the server answered HTTP {}: {}", http_status, ShortenUtf8(body, 200)));
 }
 
+// The error a failed response stands for, its message ending with the
+// request's trace id ("... (trace 4f2a...)") so it can be found in the
+// server's log; a message of several lines gets it on a line of its own.
+Status ErrorFromResponse(const HttpConnection::Response& res) {
+  Status st = ErrorFromBody(res.status, res.body);
+  if (res.trace_id.empty()) return st;
+  const std::string trace = fmt::format("(trace {})", ShortenUtf8(res.trace_id, 64));
+  const std::string& m = st.message();
+  return Status(st.code(), m.ends_with("\n") ? m + trace + "\n" : m + " " + trace);
+}
+
 Result<nlohmann::json> ToJson(const HttpConnection::Response& res) {
-  if (res.status >= 400) return ErrorFromBody(res.status, res.body);
+  if (res.status >= 400) return ErrorFromResponse(res);
   if (res.body.empty()) return nlohmann::json::object();
   nlohmann::json j = nlohmann::json::parse(res.body, nullptr, false);
   if (j.is_discarded()) return InternalError("the server's answer is not JSON");
@@ -145,7 +156,7 @@ Status ApiClient::Stream(std::string_view path, const std::function<bool(std::st
   if (!res.ok()) {
     return UnavailableError(fmt::format("lost the connection to taugridd at {}: {}", endpoint_.url, res.error().message()));
   }
-  if (res->status >= 400) return ErrorFromBody(res->status, res->body);
+  if (res->status >= 400) return ErrorFromResponse(*res);
   return Status::Ok();
 }
 

@@ -161,6 +161,7 @@ Result<HttpConnection::Response> HttpConnection::Receive(const std::function<boo
     if (key == "content-length") length = std::atoll(value.c_str());
     if (key == "transfer-encoding" && lower.find("chunked") != std::string::npos) chunked = true;
     if (key == "connection" && lower.find("close") != std::string::npos) close_after = true;
+    if (key == "x-trace-id") res.trace_id = value.substr(0, value.find_last_not_of(' ') + 1);
   }
   const bool stream = on_data && res.status < 400;
   auto deliver = [&](std::string_view data) -> bool {

@@ -18,6 +18,7 @@ class HttpConnection {
   struct Response {
     int status = 0;
     std::string body;
+    std::string trace_id;  // the X-Trace-Id header, empty when none
   };
 
   // `url` is "http://HOST:PORT"; https is refused with InvalidArgument.

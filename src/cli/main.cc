@@ -2,8 +2,11 @@
 // (it is slow to compile); commands live in their own files and take plain
 // option structs.
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 
 #include "cli/admin_commands.h"
 #include "cli/checkpoint_commands.h"
@@ -14,6 +17,7 @@
 #include "cli/exit_codes.h"
 #include "cli/job_commands.h"
 #include "cli/spec_commands.h"
+#include "cli/version.h"
 #include "common/strings.h"
 
 namespace tau::cli {
@@ -26,6 +30,38 @@ void AddSetOption(CLI::App* cmd, std::vector<std::string>* overrides) {
       ->allow_extra_args(false);
 }
 
+// When the command line names a subcommand that does not exist (`tau
+// valdate`, `tau admin aply`), the message for it with the nearest real
+// one; nullopt when every word that should be a subcommand is one. Words
+// are checked up to the first option, at each level that has subcommands.
+std::optional<std::string> UnknownSubcommand(CLI::App* app, int argc, char** argv) {
+  std::string path = app->get_name();
+  CLI::App* level = app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.starts_with("-")) return std::nullopt;
+    std::vector<CLI::App*> subs = level->get_subcommands([](CLI::App*) { return true; });
+    if (subs.empty()) return std::nullopt;
+    std::vector<std::string> names;
+    CLI::App* found = nullptr;
+    for (CLI::App* sub : subs) {
+      names.push_back(sub->get_name());
+      for (const std::string& alias : sub->get_aliases()) names.push_back(alias);
+      if (sub->check_name(word)) found = sub;
+    }
+    if (found == nullptr) {
+      std::vector<std::string_view> candidates(names.begin(), names.end());
+      std::string hint;
+      if (auto near = ClosestMatch(word, candidates)) hint = fmt::format("; did you mean \"{}\"?", *near);
+      return fmt::format("{}: unknown command \"{}\"{} (`{} --help` lists the commands)", path,
+                         ShortenUtf8(word, 60), hint, path);
+    }
+    path += " " + found->get_name();
+    level = found;
+  }
+  return std::nullopt;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"tau: run, queue and watch AI workloads on GPU machines", "tau"};
   app.require_subcommand(1);
@@ -33,11 +69,13 @@ int Main(int argc, char** argv) {
   app.footer("Exit codes: 0 success, 1 failure, 2 usage or validation error.\n"
              "Docs: docs/cli.md and docs/spec.md in the TauGrid source tree.");
 
+  app.set_version_flag("--version", fmt::format("tau {} ({})", kVersion, kGitCommit), "Print the version of tau");
+
   int exit_code = kExitOk;
 
   ValidateOptions validate;
   auto* validate_cmd = app.add_subcommand("validate", "Check job spec files and report every problem");
-  validate_cmd->add_option("FILE", validate.files, "Job spec files")->required();
+  validate_cmd->add_option("FILE", validate.files, "Job spec files, folders of them, or - (stdin)")->required();
   AddSetOption(validate_cmd, &validate.overrides);
   validate_cmd->add_option("-o,--output", validate.output, "Print the resolved spec (defaults applied)")
       ->check(CLI::IsMember({"json", "yaml"}));
@@ -47,7 +85,7 @@ int Main(int argc, char** argv) {
   RenderOptions render;
   auto* render_cmd =
       app.add_subcommand("render", "Print the Kubernetes objects (Job, Service, RayJob) for a spec");
-  render_cmd->add_option("FILE", render.file, "Job spec file")->required();
+  render_cmd->add_option("FILE", render.files, "Job spec files, folders of them, or - (stdin)")->required();
   AddSetOption(render_cmd, &render.overrides);
   render_cmd->add_option("--object-name", render.object_name,
                          "metadata.name of the objects (default: the job's name)");
@@ -81,7 +119,7 @@ int Main(int argc, char** argv) {
   RunOptions run;
   run.command_line = command_line;
   auto* run_cmd = app.add_subcommand("run", "Submit a job and print its id (or follow it with -f)");
-  run_cmd->add_option("FILE", run.file, "Job spec file")->required();
+  run_cmd->add_option("FILE", run.file, "Job spec file, or - (stdin)")->required();
   AddSetOption(run_cmd, &run.overrides);
   run_cmd->add_flag("-f,--follow", run.follow,
                     "Stream the logs until the job ends and exit with its exit code (Ctrl-C detaches)");
@@ -210,13 +248,17 @@ int Main(int argc, char** argv) {
   admin_cmd->require_subcommand(1);
   std::vector<std::string> apply_files;
   auto* apply_cmd = admin_cmd->add_subcommand("apply", "Create or update Kueue objects from manifests (like kubectl apply)");
-  apply_cmd->add_option("-f,--filename", apply_files, "Manifest files")->required();
+  apply_cmd->add_option("-f,--filename", apply_files, "Manifest files, folders of them, or - (stdin) (repeatable)")
+      ->required();
   apply_cmd->callback([&] { exit_code = RunAdminApply(apply_files); });
-  std::string get_kind, get_name;
+  std::string get_kind, get_name, get_output = "yaml";
   auto* get_cmd = admin_cmd->add_subcommand("get", "Print the configuration as Kueue YAML");
   get_cmd->add_option("KIND", get_kind, "ResourceFlavor, ClusterQueue, Cohort, LocalQueue or WorkloadPriorityClass");
   get_cmd->add_option("NAME", get_name, "Object name");
-  get_cmd->callback([&] { exit_code = RunAdminGet(get_kind, get_name); });
+  get_cmd->add_option("-o,--output", get_output, "Output format")
+      ->check(CLI::IsMember({"yaml", "json"}))
+      ->capture_default_str();
+  get_cmd->callback([&] { exit_code = RunAdminGet(get_kind, get_name, get_output); });
   std::string delete_kind, delete_name, delete_ns;
   auto* delete_cmd = admin_cmd->add_subcommand("delete", "Delete a Kueue object");
   delete_cmd->add_option("KIND", delete_kind, "Object kind")->required();
@@ -255,7 +297,7 @@ int Main(int argc, char** argv) {
 
   std::string queues_output;
   auto* queues_cmd = app.add_subcommand("queues", "Quota, usage and borrowing of every queue");
-  queues_cmd->add_option("-o,--output", queues_output, "Output format")->check(CLI::IsMember({"json"}));
+  queues_cmd->add_option("-o,--output", queues_output, "Output format")->check(CLI::IsMember({"json", "yaml"}));
   queues_cmd->callback([&] { exit_code = RunQueues(queues_output); });
 
   std::string why_job;
@@ -290,8 +332,14 @@ int Main(int argc, char** argv) {
     exit_code = RunServerStatus();
   });
 
+  if (auto unknown = UnknownSubcommand(&app, argc, argv)) {
+    std::fprintf(stderr, "%s\n", unknown->c_str());
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

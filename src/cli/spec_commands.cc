@@ -6,13 +6,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/exit_codes.h"
+#include "cli/file_args.h"
 #include "cli/terminal.h"
 #include "cli/version.h"
+#include "common/names.h"
 #include "common/strings.h"
 #include "render/render.h"
 #include "render/yaml_emitter.h"
 #include "spec/fields.h"
 #include "spec/json_codec.h"
+#include "spec/decode.h"
 #include "spec/load.h"
 
 namespace tau::cli {
@@ -77,9 +80,14 @@ std::string Summary(const spec::JobSpec& s) {
 }  // namespace
 
 int RunValidate(const ValidateOptions& options) {
+  auto files = ExpandFileArgs(options.files);
+  if (!files.ok()) {
+    std::fprintf(stderr, "tau validate: %s\n", files.error().message().c_str());
+    return kExitUsage;
+  }
   int failed = 0;
   const bool color = UseColor(stdout);
-  for (const std::string& file : options.files) {
+  for (const std::string& file : *files) {
     auto loaded = Load(file, options.overrides, /*check_files=*/true);
     if (!loaded) {
       ++failed;
@@ -88,10 +96,11 @@ int RunValidate(const ValidateOptions& options) {
     if (options.output == "json") {
       std::printf("%s\n", spec::JobSpecToJson(loaded->spec, 2).c_str());
     } else if (options.output == "yaml") {
-      if (options.files.size() > 1) std::printf("---\n");
+      if (files->size() > 1) std::printf("---\n");
       std::printf("%s", render::EmitYaml(spec::JobSpecToJsonValue(loaded->spec)).c_str());
     } else if (!options.quiet) {
-      std::printf("%s: %s %s\n", file.c_str(), Styled("valid", Style::kGreen, color).c_str(),
+      const std::string shown = file == spec::kStdinPath ? std::string(spec::kStdinName) : file;
+      std::printf("%s: %s %s\n", shown.c_str(), Styled("valid", Style::kGreen, color).c_str(),
                   Summary(loaded->spec).c_str());
     }
   }
@@ -99,18 +108,56 @@ int RunValidate(const ValidateOptions& options) {
 }
 
 int RunRender(const RenderOptions& options) {
-  auto loaded = Load(options.file, options.overrides, /*check_files=*/false);
-  if (!loaded) return kExitUsage;
+  auto files = ExpandFileArgs(options.files);
+  if (!files.ok()) {
+    std::fprintf(stderr, "tau render: %s\n", files.error().message().c_str());
+    return kExitUsage;
+  }
+  if (!options.object_name.empty() && files->size() > 1) {
+    std::fprintf(stderr, "tau render: --object-name names the objects of one spec; %zu files were given\n",
+                 files->size());
+    return kExitUsage;
+  }
+  // Every spec is checked (as tau validate checks it, files included)
+  // before anything is printed: either all render or none.
+  std::vector<spec::LoadedSpec> specs;
+  bool failed = false;
+  for (const std::string& file : *files) {
+    auto loaded = Load(file, options.overrides, /*check_files=*/true);
+    if (!loaded) {
+      failed = true;
+      continue;
+    }
+    if (!options.object_name.empty()) {
+      std::vector<std::string> problems;
+      if (Status st = CheckDns1123Label(options.object_name); !st.ok()) problems.push_back(st.message());
+      for (std::string& p : spec::WorkloadNameProblems(options.object_name, loaded->spec)) {
+        problems.push_back(std::move(p));
+      }
+      for (const std::string& p : problems) {
+        std::fprintf(stderr, "tau render: --object-name \"%s\": %s\n", ShortenUtf8(options.object_name, 80).c_str(),
+                     p.c_str());
+      }
+      if (!problems.empty()) return kExitUsage;
+    }
+    specs.push_back(std::move(*loaded));
+  }
+  if (failed) return kExitUsage;
   render::RenderOptions render_options;
   render_options.object_name = options.object_name;
   if (options.output == "json") {
     nlohmann::json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
-    for (auto& object : render::RenderObjects(loaded->spec, render_options)) {
-      list["items"].push_back(std::move(object));
+    for (const spec::LoadedSpec& loaded : specs) {
+      for (auto& object : render::RenderObjects(loaded.spec, render_options)) {
+        list["items"].push_back(std::move(object));
+      }
     }
     std::printf("%s\n", list.dump(2).c_str());
   } else {
-    std::printf("%s", render::RenderYaml(loaded->spec, render_options).c_str());
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (i > 0) std::printf("---\n");
+      std::printf("%s", render::RenderYaml(specs[i].spec, render_options).c_str());
+    }
   }
   return kExitOk;
 }

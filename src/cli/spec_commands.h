@@ -16,8 +16,11 @@ struct ValidateOptions {
 };
 int RunValidate(const ValidateOptions& options);
 
+// Renders every spec of `files` (files, folders of them, `-` for stdin),
+// each checked like tau validate checks it; nothing is printed unless all
+// are valid. --object-name (one spec only) is checked like a job name.
 struct RenderOptions {
-  std::string file;
+  std::vector<std::string> files;
   std::vector<std::string> overrides;
   std::string object_name;  // metadata.name; default: the spec's name
   std::string output = "yaml";  // "yaml" or "json"

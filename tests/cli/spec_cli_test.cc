@@ -125,9 +125,10 @@ TEST(SpecCliTest, UsageErrorsExitTwo) {
   CommandResult missing = RunCommand({BinPath("tau"), "validate", "/nonexistent/job.yaml"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("cannot read /nonexistent/job.yaml: No such file or directory"));
-  CommandResult dir = RunCommand({BinPath("tau"), "validate", SourcePath("examples")});
+  // A folder stands for its specs; one that holds none is an error.
+  CommandResult dir = RunCommand({BinPath("tau"), "validate", SourcePath("tests/specs")});
   EXPECT_EQ(dir.exit_code, 2);
-  EXPECT_THAT(dir.err, HasSubstr("is a folder"));
+  EXPECT_THAT(dir.err, HasSubstr("specs: folder holds no .yaml, .yml or .json file"));
 }
 
 TEST(SpecCliTest, EveryCommandHasHelp) {
