@@ -173,11 +173,22 @@ void EmitValueAfterKey(std::string* out, const json& v, int indent) {
   }
 }
 
+// What a YAML 1.1 parser resolves to a timestamp (PyYAML and go-yaml read
+// `2024-01-01` as a date): YAML 1.1's timestamp regular expression.
+bool LooksLikeTimestamp(std::string_view s) {
+  if (s.size() < 8 || s[0] < '0' || s[0] > '9') return false;
+  static const std::regex kTimestamp(
+      "[0-9]{4}-[0-9]{2}-[0-9]{2}"
+      "|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(\\.[0-9]*)?"
+      "([ \t]*(Z|[-+][0-9]{1,2}(:[0-9]{2})?))?");
+  return std::regex_match(s.begin(), s.end(), kTimestamp);
+}
+
 }  // namespace
 
 bool NeedsQuotes(std::string_view s) {
   if (s.empty()) return true;
-  if (IsReservedWord(s) || LooksNumeric(s)) return true;
+  if (IsReservedWord(s) || LooksNumeric(s) || LooksLikeTimestamp(s)) return true;
   // '-', '?' and ':' start a plain scalar when a non-space follows ("--lr").
   const bool dash_like = s[0] == '-' || s[0] == '?' || s[0] == ':';
   if (dash_like && (s.size() == 1 || s[1] == ' ')) return true;

@@ -49,11 +49,15 @@ json RoundTrip(const json& value) {
 TEST(YamlEmitterTest, QuotesOnlyWhatYamlWouldRetype) {
   for (const char* s : {"0", "16", "1.5", "1e3", "0x10", "true", "yes", "on", "No", "null", "~",
                         "", "-", "- x", "a: b", "a #b", "[x]", "{x}", "*x", "&x", "!x", "%x",
-                        "@x", "`x", "'x", "\"x", ">", "|", "x:", " x", "x ", "\t", "1:30"}) {
+                        "@x", "`x", "'x", "\"x", ">", "|", "x:", " x", "x ", "\t", "1:30",
+                        // YAML 1.1 timestamps: PyYAML and go-yaml read them as dates.
+                        "2024-01-01", "2024-1-1 10:00:00", "2001-12-14t21:59:43.10-05:00",
+                        "2001-12-14 21:59:43.10 Z"}) {
     EXPECT_TRUE(NeedsQuotes(s)) << s;
   }
   for (const char* s : {"RayJob", "batch/v1", "64Gi", "500m", "torch>=2.4.0", "kueue.x-k8s.io/queue-name",
-                        "python3", "$(NODE_RANK)", "a:b", "0.0.0.0-host", "h200-141gb", "http://x"}) {
+                        "python3", "$(NODE_RANK)", "a:b", "0.0.0.0-host", "h200-141gb", "http://x",
+                        "2024-01-01x", "2024-01", "v2024-01-01"}) {
     EXPECT_FALSE(NeedsQuotes(s)) << s;
   }
 }
