@@ -27,22 +27,25 @@ Location PositionMap::At(std::string_view path) const {
 
 namespace {
 
-// A number with no suffix: digits with at most one decimal point, no sign,
-// no exponent ("64", "1.5").
+// What YAML's core schema reads as a number in decimal notation ("64",
+// "1.5", "1e9"): a value with no unit.
 bool IsBareNumber(std::string_view s) {
-  if (!s.empty() && s[0] == '+') s.remove_prefix(1);
-  if (s.empty()) return false;
-  bool point = false, digit = false;
-  for (char ch : s) {
-    if (ch == '.' && !point) {
-      point = true;
-    } else if (ch >= '0' && ch <= '9') {
-      digit = true;
-    } else {
-      return false;
-    }
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  size_t i = 0, digits = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
   }
-  return digit;
+  if (digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    size_t exponent_digits = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++exponent_digits;
+    if (exponent_digits == 0) return false;
+  }
+  return i == s.size();
 }
 
 std::string Join(std::string_view parent, std::string_view key) {
@@ -224,6 +227,13 @@ class Decoder {
       return false;
     }
     return true;
+  }
+
+  // An integer in the range the field catalogue gives `path` (the JSON
+  // Schema states the same range).
+  bool CatalogueInteger(const Node& n, std::string_view path, int64_t* out) {
+    const FieldDoc* f = FindField(path);
+    return Integer(n, path, f->minimum, f->maximum, out);
   }
 
   bool Integer(const Node& n, std::string_view path, int64_t min, int64_t max, int64_t* out) {
@@ -410,10 +420,9 @@ class Decoder {
 
   void DecodeCompute(const Node& n, ComputeSpec* c) {
     if (!Mapping(n, "compute")) return;
-    constexpr int64_t kMaxCount = 100000;
-    if (const Node* v = Optional(n, "compute", "gpus")) Integer(*v, "compute.gpus", 0, kMaxCount, &c->gpus);
+    if (const Node* v = Optional(n, "compute", "gpus")) CatalogueInteger(*v, "compute.gpus", &c->gpus);
     if (const Node* v = Optional(n, "compute", "workers")) {
-      Integer(*v, "compute.workers", 1, kMaxCount, &c->workers);
+      CatalogueInteger(*v, "compute.workers", &c->workers);
     }
     if (const Node* v = Optional(n, "compute", "cpus")) PositiveQuantity(*v, "compute.cpus", &c->cpus);
     if (const Node* v = Optional(n, "compute", "memory")) {
@@ -425,7 +434,7 @@ class Decoder {
         diags_->Error(v->location,
                       fmt::format("compute.memory: {} has no unit, which would mean {} bytes; did you mean "
                                   "{}Gi? (Gi = 2^30 bytes, Mi = 2^20; a byte count is written quoted, "
-                                  "\"{}\", or with an exponent)",
+                                  "\"{}\")",
                                   v->scalar, v->scalar, v->scalar, v->scalar));
       } else if (!c->memory.IsWholeUnits()) {
         diags_->Error(v->location, fmt::format("compute.memory: {} is not a whole number of bytes",
@@ -439,7 +448,7 @@ class Decoder {
     }
     c->processes_per_worker = std::max<int64_t>(1, c->gpus);
     if (const Node* v = Optional(n, "compute", "processes_per_worker")) {
-      Integer(*v, "compute.processes_per_worker", 1, 1024, &c->processes_per_worker);
+      CatalogueInteger(*v, "compute.processes_per_worker", &c->processes_per_worker);
     }
   }
 
@@ -491,7 +500,7 @@ class Decoder {
 
   void DecodeCheckpoint(const Node& n, CheckpointSpec* c) {
     if (!Mapping(n, "checkpoint")) return;
-    if (const Node* v = Optional(n, "checkpoint", "keep")) Integer(*v, "checkpoint.keep", 1, 10000, &c->keep);
+    if (const Node* v = Optional(n, "checkpoint", "keep")) CatalogueInteger(*v, "checkpoint.keep", &c->keep);
     if (const Node* v = Optional(n, "checkpoint", "grace_period")) {
       DurationValue(*v, "checkpoint.grace_period", &c->grace_period);
     }
@@ -500,7 +509,7 @@ class Decoder {
   void DecodeRetry(const Node& n, RetrySpec* r) {
     if (!Mapping(n, "retry")) return;
     if (const Node* v = Optional(n, "retry", "max_restarts")) {
-      Integer(*v, "retry.max_restarts", 0, 1000, &r->max_restarts);
+      CatalogueInteger(*v, "retry.max_restarts", &r->max_restarts);
     }
     if (const Node* v = Optional(n, "retry", "on")) {
       std::vector<std::string> items;

@@ -7,7 +7,7 @@ const std::vector<FieldDoc>& Catalogue() {
   static const std::vector<FieldDoc> kFields = {
       {"schema_version", FieldType::kInteger, "integer (only 1)", "", true,
        "Version of the job spec format. This version of tau reads schema_version 1.",
-       "schema_version: 1"},
+       "schema_version: 1", {}, {}, 1, 1},
       {"name", FieldType::kString, "DNS-1123 label (lowercase letters, digits, '-'; at most 63)", "",
        true,
        "Name of the job. Names need not be unique: commands that take a name act on the newest "
@@ -15,16 +15,17 @@ const std::vector<FieldDoc>& Catalogue() {
        "names from it); a job with workers > 1 must start its name with a letter (it also names "
        "a Kubernetes Service), and NAME-INDEX, the hostname of its last worker's pod, must fit in 63 "
        "characters.",
-       "name: llama-finetune", {}, "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},
+       "name: llama-finetune", {}, "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"},
       {"workspace", FieldType::kString, "DNS-1123 label", "default", false,
        "Workspace the job belongs to (a Kubernetes namespace; the namespace of a Kueue "
        "LocalQueue).",
-       "workspace: vision-team", {}, "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},
+       "workspace: vision-team", {}, "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"},
       {"queue", FieldType::kString, "DNS-1123 subdomain", "default", false,
-       "LocalQueue the job is submitted to, in its workspace.", "queue: training"},
+       "LocalQueue the job is submitted to, in its workspace.", "queue: training", {},
+       "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},
       {"priority", FieldType::kString, "DNS-1123 subdomain", "", false,
        "WorkloadPriorityClass of the job. Without it the job has priority 0.",
-       "priority: high"},
+       "priority: high", {}, "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},
       {"run", FieldType::kObject, "mapping", "", true, "What to run and how to start it.",
        "run:\n  entrypoint: train.py\n  args: [--epochs, \"3\"]"},
       {"run.workload_kind", FieldType::kEnum, "enum", "job", false,
@@ -59,26 +60,26 @@ const std::vector<FieldDoc>& Catalogue() {
        "Resources of each worker. A job with workers: 4 and gpus: 2 uses 8 GPUs.",
        "compute:\n  gpus: 1\n  cpus: 8\n  memory: 32Gi"},
       {"compute.gpus", FieldType::kInteger, "integer >= 0", "0", false,
-       "GPUs per worker. The job sees them in CUDA_VISIBLE_DEVICES.", "gpus: 2"},
+       "GPUs per worker. The job sees them in CUDA_VISIBLE_DEVICES.", "gpus: 2", {}, {}, 0, 100000},
       {"compute.workers", FieldType::kInteger, "integer >= 1", "1", false,
        "Number of workers started together as a gang (all or none). More than one needs "
        "launcher torchrun or command, or workload_kind rayjob.",
-       "workers: 4"},
+       "workers: 4", {}, {}, 1, 100000},
       {"compute.cpus", FieldType::kQuantity, "quantity > 0", "1", false,
        "CPUs per worker, as a Kubernetes quantity (500m is half a CPU).", "cpus: 16"},
       {"compute.memory", FieldType::kQuantity, "quantity > 0", "2Gi", false,
        "Memory per worker, as a Kubernetes quantity (Gi = 2^30 bytes, G = 10^9 bytes). A plain "
-       "number without a unit (`memory: 64`) is refused, with a hint: it would mean bytes; a byte "
-       "count is written quoted (`\"68719476736\"`) or with an exponent (`64e9`).",
+       "number without a unit (`memory: 64`, `memory: 1e9`) is refused, with a hint: it would mean "
+       "bytes; a byte count is written quoted (`\"68719476736\"`).",
        "memory: 64Gi"},
       {"compute.gpu_class", FieldType::kString, "`any` or a GPU class name", "any", false,
        "GPU model the job needs, as the platform names GPU classes (for example h200-141gb). "
        "`any` takes whatever GPUs are free.",
-       "gpu_class: h200-141gb", {}, "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},
+       "gpu_class: h200-141gb", {}, "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"},
       {"compute.processes_per_worker", FieldType::kInteger, "integer >= 1", "max(1, gpus)", false,
        "Processes torchrun starts on each worker (its --nproc_per_node). Only with launcher "
        "torchrun.",
-       "processes_per_worker: 8"},
+       "processes_per_worker: 8", {}, {}, 1, 1024},
       {"runtime", FieldType::kObject, "mapping", "", false,
        "The software environment of the job.",
        "runtime:\n  pip: [torch>=2.4.0]\n  env:\n    HF_HOME: /data/hf"},
@@ -86,7 +87,7 @@ const std::vector<FieldDoc>& Catalogue() {
        "Container image for the Kubernetes backend. The local backend records it and runs on "
        "the host. When absent, Kubernetes runs python:3.12-slim (job) or "
        "rayproject/ray:2.40.0-py312 (rayjob).",
-       "image: nvcr.io/nvidia/pytorch:24.08-py3"},
+       "image: nvcr.io/nvidia/pytorch:24.08-py3", {}, "^[^ \\t\\n\\v\\f\\r]+$"},
       {"runtime.pip", FieldType::kStringList, "list of pip requirements", "[]", false,
        "Python packages installed before the entrypoint starts (pip requirement syntax).",
        "pip: [\"torch>=2.4.0\", numpy==2.1.0]"},
@@ -105,7 +106,8 @@ const std::vector<FieldDoc>& Catalogue() {
        "How the job's checkpoints (files or folders written to TAU_CHECKPOINT_DIR) are kept.",
        "checkpoint:\n  keep: 5\n  grace_period: 2m"},
       {"checkpoint.keep", FieldType::kInteger, "integer >= 1", "3", false,
-       "Number of newest complete checkpoints kept; older ones are deleted.", "keep: 5"},
+       "Number of newest complete checkpoints kept; older ones are deleted.", "keep: 5", {}, {}, 1,
+       10000},
       {"checkpoint.grace_period", FieldType::kDuration, "duration", "30s", false,
        "Time between SIGTERM and SIGKILL when the job is cancelled or preempted, so it can save "
        "a checkpoint.",
@@ -116,12 +118,12 @@ const std::vector<FieldDoc>& Catalogue() {
        "retry:\n  max_restarts: 3\n  on: [oom, \"exit:137\"]"},
       {"retry.max_restarts", FieldType::kInteger, "integer >= 0", "0", false,
        "How many times failures of the job itself (the conditions in `on`) are retried.",
-       "max_restarts: 3"},
+       "max_restarts: 3", {}, {}, 0, 1000},
       {"retry.on", FieldType::kStringList, "list of conditions", "[]", false,
        "Conditions that start a new attempt: preempted, gpu_fault, node_lost, oom, unknown (an "
        "attempt whose end was not recorded and whose job may have run: to its end, or, without cgroup v2, on in a "
        "process that hid from the sweep), or exit:<code> (1-255).",
-       "on: [oom, \"exit:1\"]", {}, "^(preempted|gpu_fault|node_lost|oom|unknown|exit:[0-9]{1,3})$"},
+       "on: [oom, \"exit:1\"]", {}, "^(preempted|gpu_fault|node_lost|oom|unknown|exit:0*([1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-5]))$"},
       {"retry.backoff", FieldType::kDuration, "duration", "10s", false,
        "Delay before the first retry; it doubles (with jitter) for each further one.",
        "backoff: 30s"},
@@ -142,7 +144,7 @@ const std::vector<FieldDoc>& Catalogue() {
       {"depends_on", FieldType::kStringList, "list of job ids or names", "[]", false,
        "Jobs that must succeed before this one starts. A name means the newest job of that name "
        "when this job is submitted.",
-       "depends_on: [preprocess]", {}, "^(j_[a-z2-7]{10}|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"},
+       "depends_on: [preprocess]", {}, "^(j_[a-z2-7]{10}|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)$"},
   };
   return kFields;
 }

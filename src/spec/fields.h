@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,6 +32,10 @@ struct FieldDoc {
   std::string_view example;       // a YAML fragment
   std::vector<std::string_view> values = {};  // kEnum
   std::string_view pattern = {};  // a regular expression for strings and list items
+  // kInteger: the accepted range, which the decoder and the JSON Schema
+  // both take from here.
+  int64_t minimum = 0;
+  int64_t maximum = 0;
 };
 
 std::span<const FieldDoc> AllFields();

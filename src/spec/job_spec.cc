@@ -37,12 +37,16 @@ bool IsPythonFileEntrypoint(std::string_view e) {
   return true;
 }
 
-bool IsReservedEnvName(std::string_view name) {
+std::span<const std::string_view> ReservedEnvNames() {
   static constexpr std::string_view kReserved[] = {
       "MASTER_ADDR", "MASTER_PORT",      "WORLD_SIZE", "RANK",
       "LOCAL_RANK",  "LOCAL_WORLD_SIZE", "NODE_RANK",  "CUDA_VISIBLE_DEVICES"};
+  return kReserved;
+}
+
+bool IsReservedEnvName(std::string_view name) {
   if (name.starts_with("TAU_")) return true;
-  for (std::string_view r : kReserved) {
+  for (std::string_view r : ReservedEnvNames()) {
     if (name == r) return true;
   }
   return false;

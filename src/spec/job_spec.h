@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -107,5 +108,7 @@ bool IsPythonFileEntrypoint(std::string_view entrypoint);
 // Environment variable names a spec may not set: every TAU_* name, the
 // torchrun contract and CUDA_VISIBLE_DEVICES (the platform sets them).
 bool IsReservedEnvName(std::string_view name);
+// The reserved names other than the TAU_ prefix.
+std::span<const std::string_view> ReservedEnvNames();
 
 }  // namespace tau::spec

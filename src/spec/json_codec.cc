@@ -69,42 +69,84 @@ std::string JobSpecToJson(const JobSpec& spec, int indent) {
 
 std::string JobSpecSha256(const JobSpec& spec) { return Sha256Hex(JobSpecToJson(spec)); }
 
-std::string JobSpecJsonSchema() {
-  auto leaf_schema = [](const FieldDoc& f) {
-    json s;
-    switch (f.type) {
-      case FieldType::kObject: s = {{"type", "object"}, {"additionalProperties", false}}; break;
-      case FieldType::kInteger: s = {{"type", "integer"}}; break;
-      case FieldType::kString: s = {{"type", "string"}, {"minLength", 1}}; break;
-      case FieldType::kQuantity:
-        s = {{"anyOf", json::array({json{{"type", "number"}, {"exclusiveMinimum", 0}},
-                                    json{{"type", "string"},
-                                         {"pattern",
-                                          "^[+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)"
-                                          "(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$"}}})}};
-        break;
-      case FieldType::kDuration:
-        s = {{"type", "string"},
-             {"pattern", "^(0|([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+)$"}};
-        break;
-      case FieldType::kEnum: s = {{"type", "string"}, {"enum", f.values}}; break;
-      case FieldType::kStringList: {
-        json item = {{"type", {"string", "number", "boolean"}}};
-        if (!f.pattern.empty()) item = {{"type", "string"}, {"pattern", f.pattern}};
-        s = {{"type", "array"}, {"items", item}};
-        break;
-      }
-      case FieldType::kStringMap:
-        s = {{"type", "object"},
-             {"additionalProperties", {{"type", {"string", "number", "boolean", "null"}}}}};
-        break;
+namespace {
+
+// A Kubernetes quantity greater than zero, as a string: the mantissa holds
+// a non-zero digit.
+constexpr char kPositiveQuantityPattern[] =
+    "^[+]?(?=[0-9.]*[1-9])([0-9]+(\\.[0-9]*)?|\\.[0-9]+)"
+    "(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$";
+// What ParseDuration reads: "0", or numbers each with a unit.
+constexpr char kDurationPattern[] = "^[+]?(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ms|s|m|h|d))+)$";
+constexpr char kPositiveDurationPattern[] = "^[+]?(?=.*[1-9])(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ms|s|m|h|d))+$";
+
+// The schema of one field, as strict as the decoder wherever JSON Schema can
+// say it. What it cannot (rules between fields, a memory size that is not a
+// whole number of bytes) is left to `tau validate`.
+json FieldSchema(const FieldDoc& f) {
+  json s;
+  const std::string path(f.path);
+  switch (f.type) {
+    case FieldType::kObject: s = {{"type", "object"}, {"additionalProperties", false}}; break;
+    case FieldType::kInteger:
+      s = {{"type", "integer"}, {"minimum", f.minimum}, {"maximum", f.maximum}};
+      break;
+    case FieldType::kString:
+      s = {{"type", "string"}, {"minLength", 1}};
+      if (!f.pattern.empty()) s["pattern"] = f.pattern;
+      // DNS-1123 subdomains are at most 253 characters.
+      if (path == "queue" || path == "priority") s["maxLength"] = 253;
+      break;
+    case FieldType::kQuantity: {
+      json text = {{"type", "string"}, {"pattern", kPositiveQuantityPattern}};
+      // A plain number is a quantity of CPUs, but never of memory: the
+      // decoder refuses `memory: 64` (it would mean bytes).
+      s = path == "compute.memory"
+              ? text
+              : json{{"anyOf", json::array({json{{"type", "number"}, {"exclusiveMinimum", 0}}, text})}};
+      break;
     }
-    if (f.type == FieldType::kString && !f.pattern.empty()) s["pattern"] = f.pattern;
-    std::string desc(f.description);
-    if (!f.default_text.empty()) desc += " Default: " + std::string(f.default_text) + ".";
-    s["description"] = desc;
-    return s;
-  };
+    case FieldType::kDuration:
+      // limits.max_runtime must be longer than zero: a digit other than 0.
+      s = path == "limits.max_runtime"
+              ? json{{"type", "string"}, {"pattern", kPositiveDurationPattern}}
+              : json{{"anyOf", json::array({json{{"type", "string"}, {"pattern", kDurationPattern}},
+                                            json{{"const", 0}}})}};
+      break;
+    case FieldType::kEnum: s = {{"type", "string"}, {"enum", f.values}}; break;
+    case FieldType::kStringList: {
+      json item = {{"type", {"string", "number", "boolean"}}};
+      if (!f.pattern.empty()) item = {{"type", "string"}, {"pattern", f.pattern}};
+      if (path == "run.exclude") item["minLength"] = 1;
+      if (path == "runtime.pip") item["pattern"] = "^[^-]";  // not empty, not a pip option
+      s = {{"type", "array"}, {"items", item}};
+      break;
+    }
+    case FieldType::kStringMap:
+      s = {{"type", "object"},
+           {"additionalProperties", {{"type", {"string", "number", "boolean", "null"}}}}};
+      if (path == "runtime.env") {
+        json reserved = json::array();
+        for (std::string_view name : ReservedEnvNames()) reserved.push_back(name);
+        s["propertyNames"] = {{"pattern", "^[A-Za-z_][A-Za-z0-9_]*$"},
+                              {"maxLength", 255},
+                              {"not", {{"anyOf", json::array({json{{"pattern", "^TAU_"}},
+                                                              json{{"enum", reserved}}})}}}};
+      } else if (path == "experiment.tags") {
+        s["propertyNames"] = {{"minLength", 1}, {"maxLength", 63}, {"pattern", "^[^\\u0000-\\u001f\\u007f]*$"}};
+      }
+      break;
+  }
+  std::string desc(f.description);
+  if (!f.default_text.empty()) desc += " Default: " + std::string(f.default_text) + ".";
+  s["description"] = desc;
+  return s;
+}
+
+}  // namespace
+
+std::string JobSpecJsonSchema() {
+  auto leaf_schema = [](const FieldDoc& f) { return FieldSchema(f); };
 
   json root = {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
                {"$id", "https://taugrid.io/schemas/job-spec-v1.json"},
