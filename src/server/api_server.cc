@@ -486,8 +486,16 @@ class ApiServer::Impl {
         close_after_answer = false;
         LingeringClose(current_connection ? current_connection->socket() : SocketOf(req));
       }
-      log::Debug("api", "request", {{"method", req.method}, {"path", req.path}, {"status", std::to_string(res.status)},
-                                    {"ms", fmt::format("{:.1f}", seconds * 1000)}});
+      // A refused or failed request is logged at info, so the trace id a
+      // client prints with the error finds its line; others at debug.
+      const std::string status = std::to_string(res.status);
+      const std::string ms = fmt::format("{:.1f}", seconds * 1000);
+      if (res.status >= 400) {
+        log::Info("api", "request failed",
+                  {{"method", req.method}, {"path", ShortenUtf8(req.path, 200)}, {"status", status}, {"ms", ms}});
+      } else {
+        log::Debug("api", "request", {{"method", req.method}, {"path", req.path}, {"status", status}, {"ms", ms}});
+      }
       request_trace.reset();
       // Only routed requests name their route: any other path would add
       // a series.

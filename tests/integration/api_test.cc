@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -542,6 +543,22 @@ TEST_F(ApiTest, UnmatchedPathsShareOneMetricsRoute) {
   EXPECT_THAT(metrics, Not(HasSubstr("unauthenticated-")));
   EXPECT_THAT(metrics, HasSubstr("route=\"other\""));
   EXPECT_THAT(metrics, HasSubstr("route=\"/portal/{file}\""));
+}
+
+TEST_F(ApiTest, AFailedRequestPrintsItsTraceIdAndTheServerLogsItUnderIt) {
+  CommandResult r = Tau({"status", "no-such-job"});
+  EXPECT_EQ(r.exit_code, 1);
+  std::smatch m;
+  const std::string err = r.err;
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("no job with id or name .* \\(trace ([0-9a-f]{8,64})\\)\n$")))
+      << err;
+  const std::string trace = m[1];
+  ASSERT_TRUE(WaitUntil([&] {
+    std::ifstream log(home_ / "server.log");
+    std::stringstream text;
+    text << log.rdbuf();
+    return text.str().find("trace_id=" + trace) != std::string::npos;
+  })) << "the server log has no line with trace_id=" << trace;
 }
 
 }  // namespace

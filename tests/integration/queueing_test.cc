@@ -297,5 +297,35 @@ TEST_F(QueueingTest, DeletingObjectsAndUnknownQueues) {
   EXPECT_EQ(Tau({"admin", "delete", "LocalQueue", "small"}).exit_code, 1);
 }
 
+TEST_F(QueueingTest, ReadCommandsPrintJsonAndYaml) {
+  CommandResult all = Tau({"admin", "get", "-o", "json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  nlohmann::json list = nlohmann::json::parse(all.out);
+  EXPECT_EQ(list["kind"], "List");
+  EXPECT_GE(list["items"].size(), 3u);
+  CommandResult one = Tau({"admin", "get", "ClusterQueue", "default", "-o", "json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  nlohmann::json cq = nlohmann::json::parse(one.out);
+  EXPECT_EQ(cq["kind"], "ClusterQueue");
+  EXPECT_EQ(cq["metadata"]["name"], "default");
+  EXPECT_THAT(Tau({"admin", "get", "ClusterQueue", "default", "-o", "yaml"}).out, HasSubstr("kind: ClusterQueue\n"));
+  CommandResult queues = Tau({"queues", "-o", "yaml"});
+  ASSERT_EQ(queues.exit_code, 0) << queues.err;
+  EXPECT_THAT(queues.out, HasSubstr("cluster_queues:\n"));
+  EXPECT_THAT(queues.out, HasSubstr("local_queues:\n"));
+  CommandResult nodes = Tau({"nodes", "-o", "yaml"});
+  EXPECT_EQ(nodes.exit_code, 0) << nodes.err;
+}
+
+TEST_F(QueueingTest, AFolderOfManifestsApplies) {
+  WriteFile("config/1-flavor.yaml", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: spot\n");
+  WriteFile("config/2-priority.yaml",
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: urgent\nvalue: 5\n");
+  CommandResult r = Tau({"admin", "apply", "-f", "config"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ResourceFlavor/spot created"));
+  EXPECT_THAT(r.out, HasSubstr("WorkloadPriorityClass/urgent created"));
+}
+
 }  // namespace
 }  // namespace tau::testing
