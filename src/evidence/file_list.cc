@@ -11,6 +11,7 @@
 
 #include "common/beneath.h"
 #include "common/digest.h"
+#include "common/strings.h"
 #include "common/unique_fd.h"
 
 namespace tau::evidence {
@@ -50,7 +51,7 @@ namespace {
 // Lists `dir_fd` (whose path is `prefix`) into `out`, depth first.
 Status Walk(int dir_fd, const std::string& prefix, int depth, std::vector<FileDigest>* out) {
   if (depth > 256) {
-    return InvalidArgumentError(fmt::format("{}… is nested more than 256 folders deep", prefix.substr(0, 200)));
+    return InvalidArgumentError(fmt::format("{}… is nested more than 256 folders deep", Utf8Prefix(prefix, 200)));
   }
   int copy = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
   if (copy < 0) return ErrnoError(errno, fmt::format("listing {}", prefix.empty() ? "." : prefix));

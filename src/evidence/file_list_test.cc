@@ -31,6 +31,32 @@ TEST(FileListTest, ListsRegularFilesSortedWithTheirDigests) {
   fs::remove_all(root);
 }
 
+TEST(FileListTest, TheTooDeepErrorNeverCutsACharacter) {
+  // Folders named "\u20ac\u20ac" (6 bytes; 7 with the '/'): the 200-byte
+  // cut of the path falls inside the 29th folder's second euro sign.
+  fs::path root = fs::temp_directory_path() / ("tau-deep-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::path deep = root;
+  for (int i = 0; i < 260; ++i) deep /= "\u20ac\u20ac";
+  fs::create_directories(deep);
+  auto files = ListFileDigests(root);
+  fs::remove_all(root);
+  ASSERT_FALSE(files.ok());
+  const std::string& message = files.error().message();
+  EXPECT_NE(message.find("is nested more than 256 folders deep"), std::string::npos) << message;
+  // Every byte sequence in the message is whole UTF-8.
+  for (size_t i = 0; i < message.size();) {
+    const auto b = static_cast<unsigned char>(message[i]);
+    const size_t length = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
+    ASSERT_TRUE(b < 0x80 || b >= 0xC2) << "a continuation byte starts a character at " << i;
+    ASSERT_LE(i + length, message.size()) << "a character is cut at the end";
+    for (size_t k = 1; k < length; ++k) {
+      ASSERT_EQ(static_cast<unsigned char>(message[i + k]) & 0xC0, 0x80) << "a character is cut at " << i;
+    }
+    i += length;
+  }
+}
+
 TEST(FileListTest, LinksFifosAndLinkedRootsAreNeitherListedNorFollowed) {
   fs::path root = fs::temp_directory_path() / ("tau-files-links-" + std::to_string(::getpid()));
   fs::path outside = root.string() + "-outside";
