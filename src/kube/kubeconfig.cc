@@ -1,7 +1,6 @@
 #include "kube/kubeconfig.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <array>
 #include <cerrno>
@@ -31,6 +30,8 @@ Result<std::string> ReadFile(const std::string& path, std::string_view what) {
   return out.str();
 }
 
+using spec::Node;
+
 // The key path and position of problems in one kubeconfig file.
 class Doc {
  public:
@@ -38,37 +39,37 @@ class Doc {
 
   const std::string& path() const { return path_; }
 
-  Status Error(const YAML::Node& node, std::string_view key_path, std::string_view message) const {
+  Status Error(const Node* node, std::string_view key_path, std::string_view message) const {
     return InvalidArgumentError(fmt::format("{}: {}: {}", Where(node), key_path, message));
   }
 
-  std::string Where(const YAML::Node& node) const {
-    if (!node.IsDefined() || node.Mark().is_null()) {
+  std::string Where(const Node* node) const {
+    if (node == nullptr || node->location.line == 0) {
       return "kubeconfig " + path_;
     }
-    return fmt::format("{}:{}:{}", path_, node.Mark().line + 1, node.Mark().column + 1);
+    return fmt::format("{}:{}:{}", path_, node->location.line, node->location.column);
   }
 
   // The string at `map[key]`; nullopt when absent or null.
-  Result<std::optional<std::string>> String(const YAML::Node& map, const char* key,
+  Result<std::optional<std::string>> String(const Node& map, const char* key,
                                             const std::string& parent_path) const {
-    YAML::Node v = map[key];
-    if (!v.IsDefined() || v.IsNull()) {
+    const Node* v = map.Find(key);
+    if (v == nullptr || v->IsNull()) {
       return std::optional<std::string>();
     }
-    if (!v.IsScalar()) {
+    if (!v->IsScalar()) {
       return Error(v, parent_path + "." + key, "must be a string");
     }
-    return std::optional<std::string>(v.Scalar());
+    return std::optional<std::string>(v->scalar);
   }
 
-  Result<bool> Bool(const YAML::Node& map, const char* key, const std::string& parent_path) const {
-    YAML::Node v = map[key];
-    if (!v.IsDefined() || v.IsNull()) {
+  Result<bool> Bool(const Node& map, const char* key, const std::string& parent_path) const {
+    const Node* v = map.Find(key);
+    if (v == nullptr || v->IsNull()) {
       return false;
     }
-    if (v.IsScalar()) {
-      const std::string& s = v.Scalar();
+    if (v->IsScalar() && !v->quoted) {
+      const std::string& s = v->scalar;
       if (s == "true" || s == "True" || s == "TRUE") {
         return true;
       }
@@ -92,43 +93,52 @@ class Doc {
   const std::string& path_;
 };
 
+// An entry with no settings (a user with no credentials) reads as this.
+const Node& EmptyMapping() {
+  static const Node kEmpty = [] {
+    Node n;
+    n.kind = Node::Kind::kMapping;
+    return n;
+  }();
+  return kEmpty;
+}
+
 struct Named {
-  YAML::Node body;       // the value under `field` ("cluster", "user", "context")
+  const Node* body;      // the value under `field` ("cluster", "user", "context"); never null
   std::string key_path;  // `users[1] (alice).user`
 };
 
 // Finds the entry called `name` in the list at `root[list]`, whose entries
 // look like {name: NAME, FIELD: {...}}.
-Result<Named> FindNamed(const Doc& doc, const YAML::Node& root, const char* list, const char* field,
+Result<Named> FindNamed(const Doc& doc, const Node& root, const char* list, const char* field,
                         const std::string& name, std::string_view wanted_by) {
-  YAML::Node seq = root[list];
-  if (seq.IsDefined() && !seq.IsNull() && !seq.IsSequence()) {
+  const Node* seq = root.Find(list);
+  if (seq != nullptr && !seq->IsNull() && !seq->IsSequence()) {
     return doc.Error(seq, list, "must be a list");
   }
-  if (seq.IsSequence()) {
-    for (size_t i = 0; i < seq.size(); ++i) {
-      YAML::Node entry = seq[i];
+  if (seq != nullptr && seq->IsSequence()) {
+    for (size_t i = 0; i < seq->items.size(); ++i) {
+      const Node& entry = seq->items[i];
       std::string entry_path = fmt::format("{}[{}]", list, i);
-      if (!entry.IsMap()) {
-        return doc.Error(entry, entry_path, "must be a mapping with name and " + std::string(field));
+      if (!entry.IsMapping()) {
+        return doc.Error(&entry, entry_path, "must be a mapping with name and " + std::string(field));
       }
       TAU_ASSIGN_OR_RETURN(auto entry_name, doc.String(entry, "name", entry_path));
       if (!entry_name || *entry_name != name) {
         continue;
       }
       std::string body_path = fmt::format("{} ({}).{}", entry_path, name, field);
-      YAML::Node body = entry[field];
-      if (!body.IsDefined() || body.IsNull()) {
-        // An entry with no settings (a user with no credentials) is valid.
-        return Named{YAML::Node(YAML::NodeType::Map), body_path};
+      const Node* body = entry.Find(field);
+      if (body == nullptr || body->IsNull()) {
+        return Named{&EmptyMapping(), body_path};
       }
-      if (!body.IsMap()) {
+      if (!body->IsMapping()) {
         return doc.Error(body, body_path, "must be a mapping");
       }
       return Named{body, body_path};
     }
   }
-  return doc.Error(seq.IsDefined() ? seq : root, list,
+  return doc.Error(seq != nullptr ? seq : &root, list,
                    fmt::format("no entry named \"{}\" (named by {})", name, wanted_by));
 }
 
@@ -137,16 +147,16 @@ Result<Named> FindNamed(const Doc& doc, const YAML::Node& root, const char* list
 Status ReadFileOrData(const Doc& doc, const Named& at, const char* field, std::string* file,
                       std::string* data) {
   std::string data_key = std::string(field) + "-data";
-  TAU_ASSIGN_OR_RETURN(auto path, doc.String(at.body, field, at.key_path));
-  TAU_ASSIGN_OR_RETURN(auto encoded, doc.String(at.body, data_key.c_str(), at.key_path));
+  TAU_ASSIGN_OR_RETURN(auto path, doc.String(*at.body, field, at.key_path));
+  TAU_ASSIGN_OR_RETURN(auto encoded, doc.String(*at.body, data_key.c_str(), at.key_path));
   if (path && !path->empty() && encoded && !encoded->empty()) {
-    return doc.Error(at.body[data_key], at.key_path + "." + data_key,
+    return doc.Error(at.body->Find(data_key), at.key_path + "." + data_key,
                      fmt::format("set only one of {} and {}", field, data_key));
   }
   if (encoded && !encoded->empty()) {
     std::optional<std::string> decoded = DecodeBase64(*encoded);
     if (!decoded) {
-      return doc.Error(at.body[data_key], at.key_path + "." + data_key, "is not valid base64");
+      return doc.Error(at.body->Find(data_key), at.key_path + "." + data_key, "is not valid base64");
     }
     *data = std::move(*decoded);
   } else if (path && !path->empty()) {
@@ -155,29 +165,29 @@ Status ReadFileOrData(const Doc& doc, const Named& at, const char* field, std::s
   return Status::Ok();
 }
 
-Result<KubeConfig> Resolve(const Doc& doc, const YAML::Node& root, std::string_view wanted_context) {
-  if (!root.IsMap()) {
-    return doc.Error(root, "(top level)", "a kubeconfig must be a mapping (apiVersion: v1, kind: Config)");
+Result<KubeConfig> Resolve(const Doc& doc, const Node& root, std::string_view wanted_context) {
+  if (!root.IsMapping()) {
+    return doc.Error(&root, "(top level)", "a kubeconfig must be a mapping (apiVersion: v1, kind: Config)");
   }
   std::string context_name(wanted_context);
   std::string context_by = "the context option";
   if (context_name.empty()) {
     TAU_ASSIGN_OR_RETURN(auto current, doc.String(root, "current-context", ""));
     if (!current || current->empty()) {
-      return doc.Error(root, "current-context", "is not set and no context was named");
+      return doc.Error(&root, "current-context", "is not set and no context was named");
     }
     context_name = *current;
     context_by = "current-context";
   }
   TAU_ASSIGN_OR_RETURN(Named context, FindNamed(doc, root, "contexts", "context", context_name, context_by));
-  TAU_ASSIGN_OR_RETURN(auto cluster_name, doc.String(context.body, "cluster", context.key_path));
+  TAU_ASSIGN_OR_RETURN(auto cluster_name, doc.String(*context.body, "cluster", context.key_path));
   if (!cluster_name || cluster_name->empty()) {
     return doc.Error(context.body, context.key_path + ".cluster", "is not set");
   }
   TAU_ASSIGN_OR_RETURN(Named cluster, FindNamed(doc, root, "clusters", "cluster", *cluster_name,
                                                 context.key_path + ".cluster"));
-  TAU_ASSIGN_OR_RETURN(auto user_name, doc.String(context.body, "user", context.key_path));
-  TAU_ASSIGN_OR_RETURN(auto ns, doc.String(context.body, "namespace", context.key_path));
+  TAU_ASSIGN_OR_RETURN(auto user_name, doc.String(*context.body, "user", context.key_path));
+  TAU_ASSIGN_OR_RETURN(auto ns, doc.String(*context.body, "namespace", context.key_path));
 
   KubeConfig config;
   config.origin = fmt::format("kubeconfig {} (context {})", doc.path(), context_name);
@@ -185,12 +195,12 @@ Result<KubeConfig> Resolve(const Doc& doc, const YAML::Node& root, std::string_v
     config.default_namespace = *ns;
   }
 
-  TAU_ASSIGN_OR_RETURN(auto server, doc.String(cluster.body, "server", cluster.key_path));
+  TAU_ASSIGN_OR_RETURN(auto server, doc.String(*cluster.body, "server", cluster.key_path));
   if (!server || server->empty()) {
     return doc.Error(cluster.body, cluster.key_path + ".server", "is not set");
   }
   if (server->rfind("https://", 0) != 0 && server->rfind("http://", 0) != 0) {
-    return doc.Error(cluster.body["server"], cluster.key_path + ".server",
+    return doc.Error(cluster.body->Find("server"), cluster.key_path + ".server",
                      fmt::format("\"{}\" is not an http:// or https:// URL", *server));
   }
   config.server = *server;
@@ -199,19 +209,19 @@ Result<KubeConfig> Resolve(const Doc& doc, const YAML::Node& root, std::string_v
   }
   TAU_RETURN_IF_ERROR(ReadFileOrData(doc, cluster, "certificate-authority", &config.ca_file, &config.ca_data));
   TAU_ASSIGN_OR_RETURN(config.insecure_skip_tls_verify,
-                       doc.Bool(cluster.body, "insecure-skip-tls-verify", cluster.key_path));
+                       doc.Bool(*cluster.body, "insecure-skip-tls-verify", cluster.key_path));
   if (config.insecure_skip_tls_verify && (!config.ca_file.empty() || !config.ca_data.empty())) {
-    return doc.Error(cluster.body["insecure-skip-tls-verify"], cluster.key_path + ".insecure-skip-tls-verify",
+    return doc.Error(cluster.body->Find("insecure-skip-tls-verify"), cluster.key_path + ".insecure-skip-tls-verify",
                      "cannot be combined with certificate-authority(-data)");
   }
-  TAU_ASSIGN_OR_RETURN(auto server_name, doc.String(cluster.body, "tls-server-name", cluster.key_path));
+  TAU_ASSIGN_OR_RETURN(auto server_name, doc.String(*cluster.body, "tls-server-name", cluster.key_path));
   if (server_name && !server_name->empty()) {
-    return doc.Error(cluster.body["tls-server-name"], cluster.key_path + ".tls-server-name",
+    return doc.Error(cluster.body->Find("tls-server-name"), cluster.key_path + ".tls-server-name",
                      "is not supported; name the server by a host its certificate covers");
   }
-  TAU_ASSIGN_OR_RETURN(auto proxy, doc.String(cluster.body, "proxy-url", cluster.key_path));
+  TAU_ASSIGN_OR_RETURN(auto proxy, doc.String(*cluster.body, "proxy-url", cluster.key_path));
   if (proxy && !proxy->empty()) {
-    return doc.Error(cluster.body["proxy-url"], cluster.key_path + ".proxy-url", "proxies are not supported");
+    return doc.Error(cluster.body->Find("proxy-url"), cluster.key_path + ".proxy-url", "proxies are not supported");
   }
 
   if (!user_name || user_name->empty()) {
@@ -219,8 +229,8 @@ Result<KubeConfig> Resolve(const Doc& doc, const YAML::Node& root, std::string_v
   }
   TAU_ASSIGN_OR_RETURN(Named user, FindNamed(doc, root, "users", "user", *user_name, context.key_path + ".user"));
   auto refuse = [&](const char* key, std::string_view what) -> Status {
-    YAML::Node v = user.body[key];
-    if (v.IsDefined() && !v.IsNull()) {
+    const Node* v = user.body->Find(key);
+    if (v != nullptr && !v->IsNull()) {
       return doc.Error(v, user.key_path + "." + key,
                        fmt::format("user \"{}\" in kubeconfig {} uses {}, which is not supported; "
                                    "use a client certificate, token or tokenFile",
@@ -244,15 +254,15 @@ Result<KubeConfig> Resolve(const Doc& doc, const YAML::Node& root, std::string_v
     return doc.Error(user.body, user.key_path + "." + missing,
                      fmt::format("is not set, but {} is", has_cert ? "client-certificate" : "client-key"));
   }
-  TAU_ASSIGN_OR_RETURN(auto token, doc.String(user.body, "token", user.key_path));
-  TAU_ASSIGN_OR_RETURN(auto token_file, doc.String(user.body, "tokenFile", user.key_path));
+  TAU_ASSIGN_OR_RETURN(auto token, doc.String(*user.body, "token", user.key_path));
+  TAU_ASSIGN_OR_RETURN(auto token_file, doc.String(*user.body, "tokenFile", user.key_path));
   if (token && !token->empty()) {
     config.token = *token;
   } else if (token_file && !token_file->empty()) {
     config.token_file = doc.Resolve(*token_file);
     Result<std::string> read = ReadFile(config.token_file, "token file");
     if (!read.ok()) {
-      return doc.Error(user.body["tokenFile"], user.key_path + ".tokenFile", read.error().message());
+      return doc.Error(user.body->Find("tokenFile"), user.key_path + ".tokenFile", read.error().message());
     }
   }
   return config;
@@ -312,34 +322,23 @@ std::optional<std::string> ProcessEnv(const char* name) {
 
 Result<KubeConfig> ParseKubeconfig(std::string_view text, const std::string& path, std::string_view context) {
   Doc doc(path);
-  // yaml-cpp accepts some malformed YAML (a quoted string never closed); the
-  // project's strict reader checks the text first, and yaml-cpp reads it only
-  // once it is known to be well formed.
+  // The project's strict YAML reader (docs/development.md#yaml-parsing):
+  // malformed YAML such as a quoted string never closed is an error here,
+  // not a value.
   spec::ReadLimits limits;
   limits.max_bytes = 64 << 20;  // embedded certificates make kubeconfigs large
   limits.max_nodes = 1000000;
   limits.max_depth = 64;
   spec::Diagnostics diags;
-  spec::Node checked;
-  if (!spec::ReadYaml(text, path, limits, &checked, &diags) || diags.has_errors()) {
+  Node root;
+  if (!spec::ReadYaml(text, path, limits, &root, &diags) || diags.has_errors()) {
     spec::Diagnostic first = diags.Sorted().front();
     std::string message = first.message;
     if (message.starts_with("invalid YAML: ")) message = message.substr(14);
     return InvalidArgumentError(fmt::format("{}:{}:{}: not valid YAML: {}", path, first.location.line,
                                             first.location.column, message));
   }
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1,
-                                            e.mark.column + 1, e.msg));
-  }
-  try {
-    return Resolve(doc, root, context);
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(fmt::format("kubeconfig {}: {}", path, e.what()));
-  }
+  return Resolve(doc, root, context);
 }
 
 Result<KubeConfig> LoadKubeconfig(const std::string& path, std::string_view context) {

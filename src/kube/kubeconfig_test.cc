@@ -201,6 +201,20 @@ TEST_F(KubeconfigTest, StructuralErrorsNameTheKeyPath) {
   }
 }
 
+// The kubeconfig is walked on the project's own tree, which keeps whether
+// a scalar was quoted or tagged: a quoted "true" is a string, as kubectl
+// reads it (yaml-cpp handed its text to the bool check, which took it).
+TEST_F(KubeconfigTest, AQuotedOrStrTaggedBooleanIsAStringAndRefused) {
+  for (const std::string value : {"\"true\"", "'false'", "!!str true"}) {
+    std::string path = Write("config", Config("token: t", "server: https://h:1\n    insecure-skip-tls-verify: " + value));
+    Result<KubeConfig> c = LoadKubeconfig(path);
+    ASSERT_FALSE(c.ok()) << value;
+    EXPECT_THAT(c.error().message(),
+                HasSubstr(path + ":8:31: clusters[0] (c1).cluster.insecure-skip-tls-verify: must be true or false"))
+        << value;
+  }
+}
+
 TEST_F(KubeconfigTest, UserWithoutCredentialsIsAnonymous) {
   std::string path = Write("config",
                            "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"

@@ -10,7 +10,11 @@
 // CR a line break, yaml-cpp keeps it in the text ("a\r \n" reads as "a\r").
 // So are inputs with an anchor or alias name outside [A-Za-z0-9_-]: libyaml
 // ends the name there as YAML 1.1 does, yaml-cpp reads on as YAML 1.2 does
-// (`&x:y` names "x" for one, "x:y" for the other).
+// (`&x:y` names "x" for one, "x:y" for the other). And a document count
+// that differs on an input with a bare `!` tag is tolerated: yaml-cpp ends
+// a top-level plain scalar after a bare `!` at the line's end, so `! :x`
+// then `2` is two documents to it and the one string ":x 2" to libyaml and
+// PyYAML.
 
 #include <yaml-cpp/yaml.h>
 
@@ -67,6 +71,19 @@ std::string Compare(const Node& ours, const YAML::Node& theirs, const std::strin
   return "";
 }
 
+// Whether `text` holds a bare `!` tag: a `!` that starts a token and is
+// followed by a blank or the end.
+bool HasBareTag(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '!') continue;
+    const bool starts = i == 0 || std::string_view(" \t\n-[{,:?").find(text[i - 1]) != std::string_view::npos;
+    const bool bare = i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\t' || text[i + 1] == '\n' ||
+                      text[i + 1] == '\r';
+    if (starts && bare) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -100,6 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // and dropped there; drop it here too.
   std::erase_if(ours, [](const Node& doc) { return doc.IsScalar() && doc.scalar.empty(); });
   std::string difference;
+  if (ours.size() != theirs.size() && HasBareTag(text)) return 0;  // yaml-cpp's bare-tag deviation
   if (ours.size() != theirs.size()) {
     difference = "the reader found " + std::to_string(ours.size()) + " documents, yaml-cpp " +
                  std::to_string(theirs.size());
