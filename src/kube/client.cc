@@ -1,5 +1,7 @@
 #include "kube/client.h"
 
+#include "common/strings.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -51,7 +53,7 @@ ApiError ParseApiError(long http_code, std::string_view body) {
     }
   }
   if (e.message.empty()) {
-    std::string_view head = body.substr(0, 300);
+    std::string_view head = Utf8Prefix(body, 300);  // never half a character
     while (!head.empty() && (head.back() == '\n' || head.back() == ' ')) {
       head.remove_suffix(1);
     }
@@ -129,7 +131,7 @@ Result<nlohmann::json> KubeClient::Call(const std::string& method, const std::st
   nlohmann::json j = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return InternalError(fmt::format("{}: HTTP {} with a body that is not JSON: {}", what, response.code,
-                                     response.body.substr(0, 200)));
+                                     Utf8Prefix(response.body, 200)));
   }
   return j;
 }

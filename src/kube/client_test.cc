@@ -54,6 +54,13 @@ TEST(ApiErrorTest, NonStatusBodiesKeepTheirStartAndTheHttpReason) {
   EXPECT_EQ(e.message, "(no body)");
 }
 
+TEST(ApiErrorTest, AShortenedBodyNeverEndsInsideACharacter) {
+  // 299 ASCII bytes, then a euro sign (3 bytes) that the 300-byte cut
+  // would split.
+  ApiError e = ParseApiError(502, std::string(299, 'x') + "\u20ac and more");
+  EXPECT_EQ(e.message, std::string(299, 'x'));
+}
+
 TEST(ApiErrorTest, MapsReasonsToStatusCodes) {
   struct Case {
     long code;

@@ -1,5 +1,7 @@
 #include "kube/watch.h"
 
+#include "common/strings.h"
+
 #include <fmt/format.h>
 
 namespace tau::kube {
@@ -49,7 +51,7 @@ std::string_view EventTypeName(EventType type) {
 
 Result<WatchEvent> ParseWatchEvent(std::string_view line) {
   nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  std::string_view head = line.substr(0, 120);
+  std::string_view head = Utf8Prefix(line, 120);  // never half a character
   if (j.is_discarded()) {
     return InvalidArgumentError(fmt::format("watch stream: an event is not JSON: {}", head));
   }

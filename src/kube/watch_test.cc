@@ -72,6 +72,12 @@ TEST(ParseWatchEventTest, RejectsMalformedEvents) {
               HasSubstr("unknown event type \"SYNC\""));
 }
 
+TEST(ParseWatchEventTest, AMalformedEventIsQuotedWithoutCuttingACharacter) {
+  // "{" and 118 bytes, then a euro sign (3 bytes) across the 120-byte cut.
+  const std::string line = "{" + std::string(118, 'x') + "\u20ac";
+  EXPECT_THAT(ParseWatchEvent(line).error().message(), ::testing::EndsWith(": {" + std::string(118, 'x')));
+}
+
 struct Collected {
   std::vector<WatchEvent> events;
   std::function<bool(WatchEvent&)> handler() {
