@@ -196,11 +196,15 @@ int RunQueues(const std::string& output) {
   return kExitOk;
 }
 
-int RunWhy(const std::string& id) {
+int RunWhy(const std::string& id, const std::string& output) {
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
   auto why = client->Get("/api/v1/jobs/" + UrlEscape(id) + "/why");
   if (!why.ok()) return Fail(why.error());
+  if (!output.empty()) {
+    PrintJsonOrYaml(*why, output);
+    return kExitOk;
+  }
   std::string state = why->value("state", "");
   std::string reason = why->value("reason", "");
   std::string message = why->value("message", "");

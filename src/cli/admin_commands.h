@@ -19,8 +19,8 @@ int RunAdminGet(const std::string& kind, const std::string& name, const std::str
 int RunAdminDelete(const std::string& kind, const std::string& name, const std::string& workspace);
 // tau queues [-o json|yaml]
 int RunQueues(const std::string& output);
-// tau why JOB: why it waits (or what happened to it).
-int RunWhy(const std::string& job);
+// tau why JOB [-o json|yaml]: why it waits (or what happened to it).
+int RunWhy(const std::string& job, const std::string& output);
 // tau set-priority JOB CLASS
 int RunSetPriority(const std::string& job, const std::string& priority_class);
 // tau hold JOB / tau release JOB

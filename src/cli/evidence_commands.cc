@@ -136,8 +136,8 @@ int RunDiff(const std::string& a, const std::string& b, const std::string& outpu
   auto cb = Capsule(*client, b);
   if (!cb.ok()) return Fail(cb.error());
   std::vector<std::string> lines = DiffCapsules(*ca, *cb);
-  if (output == "json") {
-    std::printf("%s\n", json{{"a", (*ca)["job"]["id"]}, {"b", (*cb)["job"]["id"]}, {"differences", lines}}.dump(2).c_str());
+  if (!output.empty()) {
+    PrintJsonOrYaml(json{{"a", (*ca)["job"]["id"]}, {"b", (*cb)["job"]["id"]}, {"differences", lines}}, output);
     return kExitOk;
   }
   std::printf("--- %s (%s)\n+++ %s (%s)\n", (*ca)["job"].value("id", "").c_str(), (*ca)["job"].value("name", "").c_str(),

@@ -402,17 +402,30 @@ int RunCancel(const std::vector<std::string>& jobs) {
   return rc;
 }
 
-int RunEvents(const std::string& job, bool follow) {
+int RunEvents(const std::string& job, bool follow, const std::string& output) {
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
   std::string path = job.empty() ? "/api/v1/events?" : JobPath(job) + "/events?";
   if (follow) path += "follow=true";
   if (follow) ::signal(SIGINT, [](int) { ::_exit(130); });
-  auto print = [](const std::string& line) {
+  // -o json|yaml: the events as one list; followed, one JSON line or one
+  // YAML document per event as it comes.
+  json collected = json::array();
+  auto print = [&](const std::string& line) {
     json e = json::parse(line, nullptr, false);
     if (e.is_discarded()) return;
-    std::printf("%s  %s  %-15s %-12s %s\n", e.value("at", "").c_str(), e.value("job_id", "").c_str(),
-                e.value("type", "").c_str(), e.value("reason", "").c_str(), e.value("message", "").c_str());
+    if (!output.empty() && !follow) {
+      collected.push_back(std::move(e));
+      return;
+    }
+    if (output == "json") {
+      std::printf("%s\n", e.dump().c_str());
+    } else if (output == "yaml") {
+      std::printf("---\n%s", render::EmitYaml(e).c_str());
+    } else {
+      std::printf("%s  %s  %-15s %-12s %s\n", e.value("at", "").c_str(), e.value("job_id", "").c_str(),
+                  e.value("type", "").c_str(), e.value("reason", "").c_str(), e.value("message", "").c_str());
+    }
     std::fflush(stdout);
   };
   Status st;
@@ -422,6 +435,7 @@ int RunEvents(const std::string& job, bool follow) {
   } else {
     LineSplitter splitter(print);
     st = client->Stream(path, [&](std::string_view d) { return splitter.Feed(d); });
+    if (st.ok() && !output.empty()) PrintJsonOrYaml(collected, output);
   }
   return st.ok() ? kExitOk : Fail(st);
 }

@@ -42,7 +42,9 @@ struct LogsOptions {
 int RunLogs(const LogsOptions& options);
 
 int RunCancel(const std::vector<std::string>& jobs);
-int RunEvents(const std::string& job, bool follow);
+// tau events [JOB] [-f] [-o json|yaml]: a table, or (-o) the events as one
+// list; followed with -o, one JSON line or YAML document per event.
+int RunEvents(const std::string& job, bool follow, const std::string& output);
 int RunRemove(const std::vector<std::string>& jobs);
 int RunPrune(const std::string& older_than, int64_t keep);
 

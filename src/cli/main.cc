@@ -108,7 +108,7 @@ int Main(int argc, char** argv) {
 
   std::string version_output;
   auto* version_cmd = app.add_subcommand("version", "Print the version of tau");
-  version_cmd->add_option("-o,--output", version_output, "Output format")->check(CLI::IsMember({"json"}));
+  version_cmd->add_option("-o,--output", version_output, "Output format")->check(CLI::IsMember({"json", "yaml"}));
   version_cmd->callback([&] { exit_code = RunVersion(version_output); });
 
   std::string command_line;
@@ -203,7 +203,7 @@ int Main(int argc, char** argv) {
   auto* diff_cmd = app.add_subcommand("diff", "Show how two jobs differ: spec, code, git, environment, host");
   diff_cmd->add_option("JOB1", diff_a, "Job id or name")->required();
   diff_cmd->add_option("JOB2", diff_b, "Job id or name")->required();
-  diff_cmd->add_option("-o,--output", diff_output, "Output format")->check(CLI::IsMember({"json"}));
+  diff_cmd->add_option("-o,--output", diff_output, "Output format")->check(CLI::IsMember({"json", "yaml"}));
   diff_cmd->callback([&] { exit_code = RunDiff(diff_a, diff_b, diff_output); });
 
   std::string outputs_job, outputs_output;
@@ -218,12 +218,14 @@ int Main(int argc, char** argv) {
   cp_cmd->add_option("DEST", cp_dest, "A file or folder")->required();
   cp_cmd->callback([&] { exit_code = RunCopy(cp_source, cp_dest); });
 
-  std::string events_job;
+  std::string events_job, events_output;
   bool events_follow = false;
   auto* events_cmd = app.add_subcommand("events", "Print the event timeline of one job or of all jobs");
   events_cmd->add_option("JOB", events_job, "Job id or name; all jobs when omitted");
   events_cmd->add_flag("-f,--follow", events_follow, "Keep streaming new events");
-  events_cmd->callback([&] { exit_code = RunEvents(events_job, events_follow); });
+  events_cmd->add_option("-o,--output", events_output, "Output format (followed: one JSON line or YAML document per event)")
+      ->check(CLI::IsMember({"json", "yaml"}));
+  events_cmd->callback([&] { exit_code = RunEvents(events_job, events_follow, events_output); });
 
   std::vector<std::string> rm_jobs;
   auto* rm_cmd = app.add_subcommand("rm", "Remove finished jobs and their files");
@@ -300,10 +302,11 @@ int Main(int argc, char** argv) {
   queues_cmd->add_option("-o,--output", queues_output, "Output format")->check(CLI::IsMember({"json", "yaml"}));
   queues_cmd->callback([&] { exit_code = RunQueues(queues_output); });
 
-  std::string why_job;
+  std::string why_job, why_output;
   auto* why_cmd = app.add_subcommand("why", "Why a job waits: its pending reason and place in its queue");
   why_cmd->add_option("JOB", why_job, "Job id or name")->required();
-  why_cmd->callback([&] { exit_code = RunWhy(why_job); });
+  why_cmd->add_option("-o,--output", why_output, "Output format")->check(CLI::IsMember({"json", "yaml"}));
+  why_cmd->callback([&] { exit_code = RunWhy(why_job, why_output); });
 
   std::string priority_job, priority_class;
   auto* priority_cmd = app.add_subcommand("set-priority", "Change a queued job's WorkloadPriorityClass");

@@ -237,9 +237,11 @@ int RunExplainMarkdown() {
 }
 
 int RunVersion(const std::string& output) {
+  nlohmann::json v = {{"version", kVersion}, {"commit", kGitCommit}};
   if (output == "json") {
-    nlohmann::json v = {{"version", kVersion}, {"commit", kGitCommit}};
     std::printf("%s\n", v.dump().c_str());
+  } else if (output == "yaml") {
+    std::printf("%s", render::EmitYaml(v).c_str());
   } else {
     std::printf("tau %s (%s)\n", kVersion, kGitCommit);
   }

@@ -76,6 +76,9 @@ TEST(CliHabitsTest, VersionFlagPrintsTheVersion) {
   CommandResult r = RunCommand({BinPath("tau"), "--version"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("tau 0.1.0 ("));
+  CommandResult yaml = RunCommand({BinPath("tau"), "version", "-o", "yaml"});
+  EXPECT_EQ(yaml.exit_code, 0) << yaml.err;
+  EXPECT_THAT(yaml.out, HasSubstr("version: 0.1.0\n"));
 }
 
 TEST(CliHabitsTest, AMistypedCommandGetsTheNearestOne) {

@@ -92,6 +92,17 @@ TEST_F(QueueingTest, AOneCpuQueueRunsOneJobAndTellsWhyTheOthersWait) {
   EXPECT_THAT(why.out, HasSubstr("WaitingForQuota"));
   EXPECT_THAT(why.out, HasSubstr("position 2"));
   EXPECT_THAT(why.out, HasSubstr("It can start when quota is released by:\n  " + a + " (one-cpu) in default/small"));
+  CommandResult why_json = Tau({"why", c, "-o", "json"});
+  ASSERT_EQ(why_json.exit_code, 0) << why_json.err;
+  EXPECT_EQ(nlohmann::json::parse(why_json.out)["reason"], "WaitingForQuota");
+  EXPECT_THAT(Tau({"why", c, "-o", "yaml"}).out, HasSubstr("reason: WaitingForQuota\n"));
+  CommandResult events = Tau({"events", c, "-o", "json"});
+  ASSERT_EQ(events.exit_code, 0) << events.err;
+  nlohmann::json event_list = nlohmann::json::parse(events.out);
+  ASSERT_TRUE(event_list.is_array()) << events.out;
+  ASSERT_FALSE(event_list.empty());
+  EXPECT_EQ(event_list[0]["job_id"], c);
+  EXPECT_THAT(Tau({"events", c, "-o", "yaml"}).out, HasSubstr("job_id: " + c + "\n"));
   CommandResult queues = Tau({"queues", "-o", "json"});
   nlohmann::json q = nlohmann::json::parse(queues.out);
   bool found = false;
