@@ -48,6 +48,16 @@ class PeriodicWorkTest : public DaemonTest {
   void BeforeStart() override { extra_env_["TAU_CHECKPOINT_SCAN_INTERVAL"] = "1s"; }
 };
 
+TEST_F(ControlPlaneTest, RunDashReadsTheSpecFromStandardInput) {
+  // The spec comes from a pipe; its working_dir is the current folder.
+  WriteFile("piped.txt", "piped data\n");
+  std::string spec = WriteSpec("piped.yaml", CommandSpec("piped", "cat piped.txt"));
+  CommandResult r = RunCommand({"/bin/sh", "-c", "exec \"$0\" run -f - < \"$1\"", BinPath("tau"), spec},
+                               work_.string(), Env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("piped data\n"));
+}
+
 TEST_F(PeriodicWorkTest, TheDaemonOutlivesManyRoundsOfItsPeriodicWork) {
   const int64_t pid = DaemonPid();
   std::string spec = WriteSpec("slow.yaml",
