@@ -15,6 +15,7 @@
 #include "cli/file_args.h"
 #include "cli/table.h"
 #include "cli/terminal.h"
+#include "common/strings.h"
 #include "render/kueue_config.h"
 #include "render/yaml_emitter.h"
 #include "spec/load.h"
@@ -30,7 +31,9 @@ namespace {
 // configuration (a TauGrid job spec, a batch/v1 Job, a RayJob): they are
 // submitted with `tau run`, which `tau admin apply` must say instead of
 // calling them unknown kinds. False when there were any.
-bool CheckNotAWorkload(const std::string& text, const std::string& file, spec::Diagnostics* diags) {
+// `file` names the text in messages; `path` is how to give it to tau run.
+bool CheckNotAWorkload(const std::string& text, const std::string& file, const std::string& path,
+                       spec::Diagnostics* diags) {
   std::vector<spec::Node> docs;
   spec::Diagnostics parse_diags;
   if (!spec::ReadYamlDocuments(text, file, {}, &docs, &parse_diags)) return true;  // decoding reports it
@@ -44,7 +47,7 @@ bool CheckNotAWorkload(const std::string& text, const std::string& file, spec::D
     if (!api && (doc.Find("schema_version") || doc.Find("run"))) {
       diags->Error(doc.location, fmt::format("this is a TauGrid job spec, not platform configuration: "
                                              "submit it with `tau run {}`",
-                                             file));
+                                             ShellQuote(path)));
       ok = false;
     } else if ((api_text == "batch/v1" && kind_text == "Job") ||
                (api_text.starts_with("ray.io/") && kind_text == "RayJob")) {
@@ -77,7 +80,7 @@ int RunAdminApply(const std::vector<std::string>& args) {
     }
     const std::string file = path == "-" ? std::string(spec::kStdinName) : path;
     spec::Diagnostics diags;
-    if (!CheckNotAWorkload(*text, file, &diags)) {
+    if (!CheckNotAWorkload(*text, file, path, &diags)) {
       bad = true;
     } else {
       render::DecodedKueueConfig decoded;

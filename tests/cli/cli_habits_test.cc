@@ -178,7 +178,8 @@ TEST(CliHabitsTest, AdminApplyRefusesAJobSpecAndPointsAtTauRun) {
                                "submit it with `tau run " + spec + "`"));
   CommandResult piped = TauWithStdin("admin apply -f -", spec, dir.path());
   EXPECT_EQ(piped.exit_code, 2);
-  EXPECT_THAT(piped.err, HasSubstr("<stdin>:1:1: error: this is a TauGrid job spec"));
+  EXPECT_THAT(piped.err, HasSubstr("<stdin>:1:1: error: this is a TauGrid job spec, not platform configuration: "
+                                   "submit it with `tau run -`"));
 }
 
 TEST(CliHabitsTest, AdminApplyRefusesABatchJobAndPointsAtTauRun) {
