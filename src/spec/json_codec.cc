@@ -76,6 +76,14 @@ namespace {
 constexpr char kPositiveQuantityPattern[] =
     "^[+]?(?=[0-9.]*[1-9])([0-9]+(\\.[0-9]*)?|\\.[0-9]+)"
     "(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$";
+// A memory size greater than zero that is a whole number of bytes, as a
+// string: an integer with an optional unit or non-negative exponent, a
+// multiple of 1000 in milli-units, or a fraction with a unit of k/Ki or
+// more (the decoder also checks such a fraction comes out whole).
+constexpr char kMemoryPattern[] =
+    "^[+]?(?=[0-9.]*[1-9])([0-9]+(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+]?[0-9]+)?"
+    "|[0-9]*000m"
+    "|([0-9]+\\.[0-9]*|\\.[0-9]+)(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei))$";
 // What ParseDuration reads: "0", or numbers each with a unit.
 constexpr char kDurationPattern[] = "^[+]?(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ms|s|m|h|d))+)$";
 constexpr char kPositiveDurationPattern[] = "^[+]?(?=.*[1-9])(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ms|s|m|h|d))+$";
@@ -98,12 +106,12 @@ json FieldSchema(const FieldDoc& f) {
       if (path == "queue" || path == "priority") s["maxLength"] = 253;
       break;
     case FieldType::kQuantity: {
-      json text = {{"type", "string"}, {"pattern", kPositiveQuantityPattern}};
       // A plain number is a quantity of CPUs, but never of memory: the
       // decoder refuses `memory: 64` (it would mean bytes).
       s = path == "compute.memory"
-              ? text
-              : json{{"anyOf", json::array({json{{"type", "number"}, {"exclusiveMinimum", 0}}, text})}};
+              ? json{{"type", "string"}, {"pattern", kMemoryPattern}}
+              : json{{"anyOf", json::array({json{{"type", "number"}, {"exclusiveMinimum", 0}},
+                                            json{{"type", "string"}, {"pattern", kPositiveQuantityPattern}}})}};
       break;
     }
     case FieldType::kDuration:

@@ -43,7 +43,6 @@ MAY_DISAGREE = {
     "44-rayjob-name-too-long.yaml": "between fields: a rayjob's name is at most 47 characters",
     "67-gang-hostnames-too-long.yaml": "between fields: NAME-INDEX hostnames of a gang fit in 63 characters",
     "65-float-tag-on-integer.yaml": "about YAML: a !!float tag is gone once the value is JSON (1.0 is an integer there)",
-    "30-memory-fraction-of-a-byte.yaml": "arithmetic: whether a quantity is a whole number of bytes",
 }
 
 MAX_NODES = 20000  # the spec reader's limit; beyond it a document is refused
