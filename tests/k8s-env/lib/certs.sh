@@ -28,7 +28,8 @@ new_cert() {
 }
 
 # make_pki DIR: the cluster CA and its certificates (API server serving,
-# admin client in system:masters, controller-manager and scheduler serving),
+# admin client in system:masters, controller-manager, scheduler and kwok
+# serving, the API server's kubelet client),
 # the service-account signing key pair, and a second CA for Kueue's webhook
 # and metrics servers.
 make_pki() {
@@ -42,6 +43,11 @@ make_pki() {
   new_cert "$p" ca admin "/O=system:masters/CN=taugrid-test-admin" clientAuth
   new_cert "$p" ca controller-manager "/CN=kube-controller-manager" serverAuth "$local_san"
   new_cert "$p" ca scheduler "/CN=kube-scheduler" serverAuth "$local_san"
+  # kwok serves the nodes' kubelet API (pod logs) at 127.0.0.1; the API
+  # server checks its certificate against the cluster CA and presents its
+  # own client certificate.
+  new_cert "$p" ca kwok "/CN=kwok-kubelet" serverAuth "$local_san"
+  new_cert "$p" ca apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
   openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
   openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
   new_ca "$p" kueue-ca "taugrid-test-kueue-ca"

@@ -89,6 +89,10 @@ start_kube-apiserver() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$(pki sa.pub)" --service-account-signing-key-file="$(pki sa.key)" \
     --service-cluster-ip-range=10.96.0.0/16 --authorization-mode=RBAC \
+    --kubelet-preferred-address-types=InternalIP \
+    --kubelet-certificate-authority="$(pki ca.crt)" \
+    --kubelet-client-certificate="$(pki apiserver-kubelet-client.crt)" \
+    --kubelet-client-key="$(pki apiserver-kubelet-client.key)" \
     --allow-privileged=true --endpoint-reconciler-type=none --profiling=false
 }
 probe_kube-apiserver() {
@@ -141,9 +145,28 @@ start_kwok() {
     [ -f "$f" ] || die "kwok stage file missing: $f"
     { echo "---"; cat "$f"; } >>"$cfg"
   done
+  # Pod logs: every container of every pod on the kwok nodes serves
+  # DIR/pod.log (CRI log format: "RFC3339NANO stdout F text" per line),
+  # followed as it grows. The nodes' InternalIP and kubelet port are kwok's
+  # server, which answers TLS (the cluster CA's kwok certificate) and plain
+  # HTTP (the health probe) on the same port.
+  : >"$K8S_ENV_DIR/pod.log"
+  cat >>"$cfg" <<LOGS
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: taugrid-k8s-env-pod-log
+spec:
+  logs:
+  - logsFile: $K8S_ENV_DIR/pod.log
+    follow: true
+LOGS
   spawn kwok "$K8S_ENV_BIN/kwok" --kubeconfig="$K8S_ENV_DIR/kubeconfig" --config="$cfg" \
     --manage-nodes-with-label-selector=type=kwok \
-    --server-address="127.0.0.1:$KWOK_PORT" --node-lease-duration-seconds=40
+    --server-address="127.0.0.1:$KWOK_PORT" --node-lease-duration-seconds=40 \
+    --node-ip=127.0.0.1 --node-port="$KWOK_PORT" \
+    --tls-cert-file="$(pki kwok.crt)" --tls-private-key-file="$(pki kwok.key)"
 }
 probe_kwok() {
   probe_curl -f "http://127.0.0.1:$KWOK_PORT/healthz" >/dev/null
