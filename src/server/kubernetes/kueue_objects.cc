@@ -28,15 +28,40 @@ std::string Label(const render::AppliedObject& o) {
                               : fmt::format("{}/{}/{}", o.kind, o.namespace_, o.name);
 }
 
-std::string ResourceVersionOf(const json& object) {
-  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) return "";
-  return object["metadata"].value("resourceVersion", "");
+// Whether an apply changed the object: its generation moves with every
+// change outside metadata and status; labels and annotations are compared.
+// Not the resourceVersion: Kueue's status updates move it at any time.
+bool Changed(const json& before, const json& after) {
+  const json& b = before.value("metadata", json::object());
+  const json& a = after.value("metadata", json::object());
+  if (!b.contains("generation") || !a.contains("generation")) {
+    return b.value("resourceVersion", "") != a.value("resourceVersion", "");
+  }
+  return b["generation"] != a["generation"] || b.value("labels", json()) != a.value("labels", json()) ||
+         b.value("annotations", json()) != a.value("annotations", json());
+}
+
+// Quantities as strings, their canonical form: Kueue stores a number it is
+// given at creation as a string but keeps a number it is given in an update,
+// so the second apply of the same file would otherwise change the object.
+void QuantitiesAsStrings(json& node) {
+  if (node.is_array()) {
+    for (json& item : node) QuantitiesAsStrings(item);
+    return;
+  }
+  if (!node.is_object()) return;
+  for (auto& [key, value] : node.items()) {
+    const bool quantity = key == "nominalQuota" || key == "borrowingLimit" || key == "lendingLimit" || key == "weight";
+    if (quantity && value.is_number()) value = value.dump();
+    else QuantitiesAsStrings(value);
+  }
 }
 
 // The object as sent: v1beta2, its namespace, without fields the server
 // owns (a resourceVersion would make the apply conditional).
 json ApplyBody(const render::AppliedObject& o) {
   json body = json::parse(o.json);
+  if (body.contains("spec")) QuantitiesAsStrings(body["spec"]);
   body["apiVersion"] = fmt::format("{}/{}", kGroup, kVersion);
   json& meta = body["metadata"];
   for (const char* owned : {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"}) {
@@ -203,8 +228,9 @@ std::vector<FieldConflict> ApplyConflictsOf(const json& status) {
   const json& causes = status["details"].value("causes", json::array());
   if (!causes.is_array()) return out;
   for (const json& cause : causes) {
-    if (!cause.is_object() || cause.value("type", "") != "FieldManagerConflict") continue;
-    // "conflict with \"kubectl-edit\" using kueue.x-k8s.io/v1beta2"
+    // A StatusCause's type is its "reason" in JSON.
+    if (!cause.is_object() || cause.value("reason", "") != "FieldManagerConflict") continue;
+    // "conflict with \"kubectl-edit\"", or "... using v1" for an Update manager.
     std::string message = cause.value("message", "");
     std::string manager = message;
     size_t open = message.find('"');
@@ -312,8 +338,8 @@ ApplyReport ApplyKueueObjects(KueueCluster& cluster, const std::vector<render::A
       return report;
     }
     if (!before.ok()) outcome.state = ApplyState::kCreated;
-    else if (ResourceVersionOf(*before) == ResourceVersionOf(*after)) outcome.state = ApplyState::kUnchanged;
-    else outcome.state = ApplyState::kConfigured;
+    else if (Changed(*before, *after)) outcome.state = ApplyState::kConfigured;
+    else outcome.state = ApplyState::kUnchanged;
   }
   return report;
 }

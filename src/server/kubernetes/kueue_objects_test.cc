@@ -37,6 +37,7 @@ class FakeKueue : public KueueCluster {
   Result<json> Apply(const kube::ResourceRef& ref, const json& object, bool force,
                      std::vector<FieldConflict>* conflicts) override {
     std::string path = kube::ResourcePath(ref);
+    if (on_apply) on_apply(path);
     applied.push_back(path);
     forced.push_back(force);
     if (auto it = conflicting.find(path); it != conflicting.end() && !force) {
@@ -46,13 +47,22 @@ class FakeKueue : public KueueCluster {
     if (auto it = failing.find(path); it != failing.end()) return it->second;
     json stored = object;
     json& current = objects[path];
-    std::string version = current.is_object() ? current["metadata"].value("resourceVersion", "") : "";
+    // What the apply would change: everything but the server's fields.
     json previous = current;
+    std::string version;
+    int64_t generation = 0;
     if (previous.is_object()) {
-      for (const char* k : {"resourceVersion", "managedFields", "uid"}) previous["metadata"].erase(k);
+      version = previous["metadata"].value("resourceVersion", "");
+      generation = previous["metadata"].value("generation", int64_t{1});
+      for (const char* k : {"resourceVersion", "managedFields", "uid", "generation"}) previous["metadata"].erase(k);
+      if (previous.contains("status")) stored["status"] = previous["status"];
     }
-    if (previous != stored) version = std::to_string(++version_);
+    if (previous != stored) {
+      version = std::to_string(++version_);
+      ++generation;
+    }
     stored["metadata"]["resourceVersion"] = version;
+    stored["metadata"]["generation"] = generation;
     stored["metadata"]["managedFields"] = json::array({{{"manager", "taugrid"}}});
     stored["metadata"]["uid"] = "u-" + path;
     current = stored;
@@ -68,6 +78,7 @@ class FakeKueue : public KueueCluster {
   std::map<std::string, json> objects;
   std::map<std::string, std::vector<FieldConflict>> conflicting;
   std::map<std::string, Status> failing;
+  std::function<void(const std::string&)> on_apply;  // before each apply is served
   std::vector<std::string> gets, applied;
   std::vector<bool> forced;
   int version_ = 100;
@@ -171,6 +182,10 @@ TEST(ApplyKueueObjectsTest, AppliesInOrderAndSaysWhatChanged) {
                                            "/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses/high",
                                            "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/team-a",
                                            "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/main"));
+  // Quantities go out as strings (Kueue keeps them so).
+  EXPECT_EQ(cluster.objects["/apis/kueue.x-k8s.io/v1beta2/clusterqueues/team-a"]["spec"]["resourceGroups"][0]["flavors"][0]
+                           ["resources"][0]["nominalQuota"],
+            "8");
   // The v1beta1 flavor went out as v1beta2; the LocalQueue with its namespace.
   EXPECT_EQ(cluster.objects["/apis/kueue.x-k8s.io/v1beta2/resourceflavors/h100"]["apiVersion"], "kueue.x-k8s.io/v1beta2");
   EXPECT_EQ(cluster.objects["/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/main"]["metadata"]["namespace"],
@@ -188,6 +203,25 @@ TEST(ApplyKueueObjectsTest, AppliesInOrderAndSaysWhatChanged) {
   ApplyReport third = ApplyKueueObjects(cluster, decoded2->objects, false);
   EXPECT_THAT(third.Changes(), ElementsAre("ResourceFlavor/h100 unchanged", "WorkloadPriorityClass/high unchanged",
                                            "ClusterQueue/team-a configured", "LocalQueue/team-a/main unchanged"));
+}
+
+TEST(ApplyKueueObjectsTest, AStatusUpdateByKueueIsNotAChange) {
+  FakeKueue cluster;
+  cluster.AddNamespace("team-a");
+  auto decoded = DecodeForCluster({{"a.yaml", kManifests}});
+  ASSERT_TRUE(decoded.ok());
+  ASSERT_TRUE(ApplyKueueObjects(cluster, decoded->objects, false).ok());
+  // Kueue writes the status between the read and the apply: a new
+  // resourceVersion, the same generation.
+  cluster.on_apply = [&](const std::string& path) {
+    if (path != "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/team-a") return;
+    json& cq = cluster.objects[path];
+    cq["status"] = {{"pendingWorkloads", 3}};
+    cq["metadata"]["resourceVersion"] = "5000";
+  };
+  ApplyReport again = ApplyKueueObjects(cluster, decoded->objects, false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.Changes()[2], "ClusterQueue/team-a unchanged");
 }
 
 TEST(ApplyKueueObjectsTest, MissingNamespaceAppliesNothingAndSaysHowToCreateIt) {
@@ -247,13 +281,13 @@ TEST(ApplyKueueObjectsTest, OtherFailureStopsWithTheServersWords) {
 }
 
 TEST(ApplyConflictsOfTest, ReadsTheCausesOfA409) {
+  // As kube-apiserver 1.35 answers (a StatusCause's type is "reason").
   json status = json::parse(R"({
-    "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 409, "reason": "Conflict",
-    "message": "Apply failed with 1 conflict: conflict with \"kubectl-edit\" using kueue.x-k8s.io/v1beta2: .spec.queueingStrategy",
+    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Conflict", "code": 409,
+    "message": "Apply failed with 1 conflict: conflict with \"kubectl-edit\": .spec.queueingStrategy",
     "details": {"causes": [
-      {"type": "FieldManagerConflict", "message": "conflict with \"kubectl-edit\" using kueue.x-k8s.io/v1beta2",
-       "field": ".spec.queueingStrategy"},
-      {"type": "Other", "message": "x", "field": ".y"}]}})");
+      {"reason": "FieldManagerConflict", "message": "conflict with \"kubectl-edit\"", "field": ".spec.queueingStrategy"},
+      {"reason": "FieldValueInvalid", "message": "x", "field": ".y"}]}})");
   std::vector<FieldConflict> conflicts = ApplyConflictsOf(status);
   ASSERT_EQ(conflicts.size(), 1u);
   EXPECT_EQ(conflicts[0].manager, "kubectl-edit");
