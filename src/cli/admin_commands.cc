@@ -63,7 +63,7 @@ bool CheckNotAWorkload(const std::string& text, const std::string& file, const s
 
 }  // namespace
 
-int RunAdminApply(const std::vector<std::string>& args) {
+int RunAdminApply(const std::vector<std::string>& args, bool force_conflicts) {
   auto files = ExpandFileArgs(args);
   if (!files.ok()) {
     std::fprintf(stderr, "tau: %s\n", files.error().message().c_str());
@@ -94,16 +94,17 @@ int RunAdminApply(const std::vector<std::string>& args) {
   if (bad) return kExitUsage;
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
-  for (const auto& [file, text] : texts) {
-    auto result = client->Post("/api/v1/admin/apply", {{"manifests", text}, {"file", file}});
-    if (!result.ok()) {
-      std::fprintf(stderr, "%s", result.error().message().c_str());
-      if (!result.error().message().ends_with("\n")) std::fprintf(stderr, "\n");
-      return result.error().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
-    }
-    for (const json& w : (*result)["warnings"]) std::fprintf(stderr, "%s\n", w.get<std::string>().c_str());
-    for (const json& c : (*result)["changes"]) std::printf("%s\n", c.get<std::string>().c_str());
+  json body = {{"files", json::array()}};
+  for (const auto& [file, text] : texts) body["files"].push_back({{"manifests", text}, {"file", file}});
+  if (force_conflicts) body["force_conflicts"] = true;
+  auto result = client->Post("/api/v1/admin/apply", body);
+  if (!result.ok()) {
+    std::fprintf(stderr, "%s", result.error().message().c_str());
+    if (!result.error().message().ends_with("\n")) std::fprintf(stderr, "\n");
+    return result.error().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
+  for (const json& w : (*result)["warnings"]) std::fprintf(stderr, "%s\n", w.get<std::string>().c_str());
+  for (const json& c : (*result)["changes"]) std::printf("%s\n", c.get<std::string>().c_str());
   return kExitOk;
 }
 

@@ -252,7 +252,10 @@ int Main(int argc, char** argv) {
   auto* apply_cmd = admin_cmd->add_subcommand("apply", "Create or update Kueue objects from manifests (like kubectl apply)");
   apply_cmd->add_option("-f,--filename", apply_files, "Manifest files, folders of them, or - (stdin) (repeatable)")
       ->required();
-  apply_cmd->callback([&] { exit_code = RunAdminApply(apply_files); });
+  bool apply_force_conflicts = false;
+  apply_cmd->add_flag("--force-conflicts", apply_force_conflicts,
+                      "On a cluster: take over fields another field manager owns (server-side apply's force)");
+  apply_cmd->callback([&] { exit_code = RunAdminApply(apply_files, apply_force_conflicts); });
   std::string get_kind, get_name, get_output = "yaml";
   auto* get_cmd = admin_cmd->add_subcommand("get", "Print the configuration as Kueue YAML");
   get_cmd->add_option("KIND", get_kind, "ResourceFlavor, ClusterQueue, Cohort, LocalQueue or WorkloadPriorityClass");

@@ -9,11 +9,13 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/tau_home.h"
 #include "common/status.h"
 #include "server/control_loop.h"
 #include "server/job_manager.h"
+#include "server/kubernetes/pod_logs.h"
 #include "server/state_view.h"
 
 namespace httplib {
@@ -84,6 +86,30 @@ struct StreamGate {
   std::shared_ptr<void> Acquire();
 };
 
+// Answers a followed stream past the gate's cap: 429 with the API's JSON
+// error and Retry-After (streams end when their clients leave).
+void RefuseStream(httplib::Response& res, const StreamGate& gate);
+
+// The query of GET /api/v1/jobs/ID/logs (docs/api.md): which attempt(s),
+// which ranks, follow, tail, positions and from.
+struct LogQuery {
+  std::string id;
+  int64_t attempt = 0;  // the (first) attempt streamed
+  bool all_attempts = false;
+  bool follow = false;
+  bool positions = false;
+  std::vector<int> ranks;
+  bool prefix = false;           // lines prefixed "[rank R] " (several ranks)
+  int64_t tail = -1;             // -1: the whole log
+  std::vector<int64_t> offsets;  // from=: one byte offset per rank; empty: absent
+};
+// Reads the query for `job`; false after answering the request with the
+// error (400 naming the parameter, 404 for a rank or attempt it lacks).
+bool ParseLogQuery(const JobView& job, const httplib::Request& req, httplib::Response& res, LogQuery* q);
+// Whether `attempt` of `job` can write no more: the job ended, moved on to
+// a later attempt, or waits in the queue for its next one.
+bool AttemptOver(const JobView& job, int64_t attempt);
+
 // GET /api/v1/jobs/ID/logs and the event streams (api_stream_routes.cc).
 void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res);
 // `route_job`: the job of /api/v1/jobs/ID/events (resolved); absent for
@@ -91,6 +117,26 @@ void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& 
 // Unknown parameters are refused (400, naming them).
 void ServeEvents(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res,
                  std::optional<std::string> route_job);
+
+// With a cluster (api_cluster_routes.cc, docs/kubernetes.md): the Kueue
+// objects, queues and logs come from its API server instead of the store,
+// the embedded engine and the log files.
+struct ClusterContext {
+  kube::KubeClient* client = nullptr;
+  kubernetes::RankPodLookup rank_pod;
+};
+// POST /api/v1/admin/apply: validated as embedded mode does, then applied
+// with server-side apply; a failure lists what was applied and what not.
+void ServeClusterApply(const ClusterContext& cluster, const httplib::Request& req, httplib::Response& res);
+// GET /api/v1/admin/objects?kind=K&name=N: the objects with their status.
+void ServeClusterObjects(const ClusterContext& cluster, const httplib::Request& req, httplib::Response& res);
+// DELETE /api/v1/admin/objects/KIND/NAME?namespace=W
+void ServeClusterDelete(const ClusterContext& cluster, const httplib::Request& req, httplib::Response& res);
+// GET /api/v1/queues from Kueue's status.
+void ServeClusterQueues(const ClusterContext& cluster, httplib::Response& res);
+// GET /api/v1/jobs/ID/logs from the pods' logs (same query, same response).
+void ServeClusterLogs(const ApiContext& ctx, const ClusterContext& cluster, StreamGate* gate,
+                      const httplib::Request& req, httplib::Response& res);
 
 // GET /api/v1/jobs, paged (api_job_list_routes.cc).
 void AddJobListRoutes(httplib::Server& server, const ApiContext& ctx);

@@ -423,6 +423,12 @@ class ApiServer::Impl {
 
  private:
   ApiContext Context() const { return ApiContext{home_, loop_, jobs_, publisher_}; }
+  ClusterContext Cluster() const { return ClusterContext{options_.cluster, options_.rank_pod}; }
+  // The "file" a manifests object names for its errors ("manifests" when it
+  // names none, or not as a string).
+  static std::string FileName(const json& f) {
+    return f.contains("file") && f["file"].is_string() ? f["file"].get<std::string>() : "manifests";
+  }
 
   static bool HasBody(const httplib::Request& req) {
     return req.has_header("Transfer-Encoding") || std::atoll(req.get_header_value("Content-Length").c_str()) > 0;
@@ -705,28 +711,48 @@ class ApiServer::Impl {
     // Kueue configuration.
     server_.Post("/api/v1/admin/apply", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.body.size() > (size_t{4} << 20)) return SendError(res, InvalidArgumentError("manifests larger than 4 MiB"));
+      if (options_.cluster) return ServeClusterApply(Cluster(), req, res);
       auto parsed = ParseJsonObjectBody(req.body);
       if (!parsed.ok()) return SendError(res, parsed.error());
       json body = std::move(*parsed);
-      if (!body.contains("manifests") || !body["manifests"].is_string()) {
-        return SendError(res, InvalidArgumentError("expected {\"manifests\": \"<YAML>\", \"file\": \"name\"}"));
+      const char* expected = "expected {\"manifests\": \"<YAML>\", \"file\": \"name\"} or {\"files\": "
+                             "[{\"manifests\": \"<YAML>\", \"file\": \"name\"}, ...]}";
+      // One file, or several applied in order (force_conflicts has nothing
+      // to take over here: the daemon is the configuration's only writer).
+      std::vector<std::pair<std::string, std::string>> files;
+      if (body.contains("files") && body["files"].is_array()) {
+        for (const json& f : body["files"]) {
+          if (!f.is_object() || !f.contains("manifests") || !f["manifests"].is_string()) {
+            return SendError(res, InvalidArgumentError(expected));
+          }
+          files.emplace_back(FileName(f), f["manifests"].get<std::string>());
+        }
+      } else if (body.contains("manifests") && body["manifests"].is_string()) {
+        files.emplace_back(FileName(body), body["manifests"].get<std::string>());
       }
-      std::string text = body["manifests"].get<std::string>();
-      std::string file = body.value("file", "manifests");
+      if (files.empty()) return SendError(res, InvalidArgumentError(expected));
       // Decode here first so errors name the user's file and positions.
-      render::DecodedKueueConfig decoded;
-      spec::Diagnostics diags;
-      bool ok = render::DecodeKueueManifests(text, file, &decoded, &diags);
       json warnings = json::array();
+      spec::Diagnostics diags;
+      bool ok = true;
+      for (const auto& [file, text] : files) {
+        render::DecodedKueueConfig decoded;
+        if (!render::DecodeKueueManifests(text, file, &decoded, &diags)) ok = false;
+      }
       for (const auto& d : diags.Sorted()) {
         if (d.severity == spec::Severity::kWarning) warnings.push_back(spec::FormatDiagnostic(d));
       }
       if (!ok) return SendError(res, InvalidArgumentError(diags.Format()));
-      auto changes = loop_->Call([&] { return jobs_->ApplyKueue(text, {}); });
-      if (!changes.ok()) return SendError(res, changes.error());
-      SendJson(res, {{"changes", *changes}, {"warnings", warnings}});
+      json changes = json::array();
+      for (const auto& [file, text] : files) {
+        auto applied = loop_->Call([&] { return jobs_->ApplyKueue(text, {}); });
+        if (!applied.ok()) return SendError(res, applied.error());
+        for (const std::string& c : *applied) changes.push_back(c);
+      }
+      SendJson(res, {{"changes", changes}, {"warnings", warnings}});
     });
     server_.Get("/api/v1/admin/objects", [this](const httplib::Request& req, httplib::Response& res) {
+      if (options_.cluster) return ServeClusterObjects(Cluster(), req, res);
       auto objects = loop_->Call([&] { return jobs_->KueueObjects(); });
       std::string kind = req.get_param_value("kind"), name = req.get_param_value("name");
       json out = json::array();
@@ -738,6 +764,7 @@ class ApiServer::Impl {
       SendJson(res, {{"objects", out}});
     });
     server_.Delete(R"(/api/v1/admin/objects/([^/]+)/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      if (options_.cluster) return ServeClusterDelete(Cluster(), req, res);
       KueueObjectKey key{req.matches[1], req.get_param_value("namespace"), req.matches[2]};
       auto changes = loop_->Call([&] { return jobs_->ApplyKueue("", {key}); });
       if (!changes.ok()) return SendError(res, changes.error());
@@ -761,6 +788,7 @@ class ApiServer::Impl {
       res.set_content(*text, "application/json");
     });
     server_.Get("/api/v1/queues", [this](const httplib::Request&, httplib::Response& res) {
+      if (options_.cluster) return ServeClusterQueues(Cluster(), res);
       std::string text = loop_->Call([&] { return jobs_->QueuesJson(); });
       res.status = 200;
       res.set_content(text, "application/json");
@@ -777,6 +805,7 @@ class ApiServer::Impl {
     }
 
     server_.Get(R"(/api/v1/jobs/([^/]+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {
+      if (options_.cluster) return ServeClusterLogs(Context(), Cluster(), &streams_, req, res);
       ServeLogs(Context(), &streams_, req, res);
     });
     server_.Get("/api/v1/events", [this](const httplib::Request& req, httplib::Response& res) {

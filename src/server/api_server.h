@@ -11,6 +11,7 @@
 #include "sched/resources.h"
 #include "server/control_loop.h"
 #include "server/job_manager.h"
+#include "server/kubernetes/pod_logs.h"
 #include "server/state_view.h"
 
 namespace tau::server {
@@ -35,6 +36,14 @@ struct ApiServerOptions {
   sched::Resources capacity;
   // Served at /metrics (with the API token), nullptr: no /metrics.
   metrics::Registry* metrics = nullptr;
+  // The cluster's API server when taugridd runs with a Kubernetes backend;
+  // nullptr in embedded mode. With it, the Kueue objects (admin
+  // apply/get/delete), /api/v1/queues and job logs are the cluster's
+  // (docs/kubernetes.md). Not owned; outlives the server.
+  kube::KubeClient* cluster = nullptr;
+  // With `cluster`: the pod of a job's rank (the backend names them);
+  // without it, logs answer FailedPrecondition.
+  kubernetes::RankPodLookup rank_pod;
 };
 
 // The HTTP/JSON API under /api/v1 (docs/openapi.yaml) plus /healthz. Reads

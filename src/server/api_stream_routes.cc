@@ -27,18 +27,6 @@ namespace {
 // What a refused stream is told to wait before trying again.
 constexpr int kStreamRetryAfterSeconds = 5;
 
-// Answers a followed stream past the gate's cap: 429 with the API's JSON
-// error and Retry-After (streams end when their clients leave). The
-// connection ends with the answer, so a refused client holds no thread
-// while it waits to retry.
-void RefuseStream(httplib::Response& res, const StreamGate& gate) {
-  res.set_header("Retry-After", std::to_string(kStreamRetryAfterSeconds));
-  EndConnectionAfterAnswer(res);
-  SendError(res, ResourceExhaustedError(fmt::format(
-                     "{} log and event streams are open, the most this taugridd serves at once; "
-                     "close some and retry", gate.max)));
-}
-
 // Reads up to `max` bytes from `offset` of a file under `root`, opened
 // beneath it without following links (a job may replace its log by a
 // link to a secret: that reads as empty).
@@ -105,6 +93,14 @@ std::optional<int64_t> ParseCount(const std::string& text) {
   return n;
 }
 
+void RefuseStream(httplib::Response& res, const StreamGate& gate) {
+  res.set_header("Retry-After", std::to_string(kStreamRetryAfterSeconds));
+  EndConnectionAfterAnswer(res);
+  SendError(res, ResourceExhaustedError(fmt::format(
+                     "{} log and event streams are open, the most this taugridd serves at once; "
+                     "close some and retry", gate.max)));
+}
+
 std::shared_ptr<void> StreamGate::Acquire() {
   if (open.fetch_add(1) >= max) {
     --open;
@@ -113,84 +109,114 @@ std::shared_ptr<void> StreamGate::Acquire() {
   return std::shared_ptr<void>(this, [](StreamGate* gate) { --gate->open; });
 }
 
-void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res) {
-  auto job = ctx.publisher->Current()->Resolve(req.matches[1]);
-  if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
-  struct Cursor {
-    std::string id;
-    int64_t attempt = 0;
-    bool all_attempts = false;
-    bool follow = false;
-    bool positions = false;
-    std::vector<int> ranks;
-    bool prefix = false;
-    std::vector<int64_t> offsets;      // per rank; empty: not positioned yet
-    std::vector<std::string> partial;  // per rank, when prefixing
-    int64_t tail = -1;
-    std::shared_ptr<void> slot;        // held while the stream is open
-    int quiet_polls = 0;               // polls in a row that found nothing
-  };
-  auto cur = std::make_shared<Cursor>();
-  cur->id = job->job.id;
+bool ParseLogQuery(const JobView& job, const httplib::Request& req, httplib::Response& res, LogQuery* q) {
+  q->id = job.job.id;
   auto follow = ParseFlag(req, "follow");
-  if (!follow) return SendBadParameter(res, "follow", req.get_param_value("follow"), "true or false");
-  cur->follow = *follow;
+  if (!follow) {
+    SendBadParameter(res, "follow", req.get_param_value("follow"), "true or false");
+    return false;
+  }
+  q->follow = *follow;
   auto positions = ParseFlag(req, "positions");
-  if (!positions) return SendBadParameter(res, "positions", req.get_param_value("positions"), "true or false");
-  cur->positions = *positions;
+  if (!positions) {
+    SendBadParameter(res, "positions", req.get_param_value("positions"), "true or false");
+    return false;
+  }
+  q->positions = *positions;
   std::string rank = req.has_param("rank") ? req.get_param_value("rank") : "0";
   if (rank == "all") {
-    for (int r = 0; r < job->ranks; ++r) cur->ranks.push_back(r);
-    cur->prefix = job->ranks > 1;
+    for (int r = 0; r < job.ranks; ++r) q->ranks.push_back(r);
+    q->prefix = job.ranks > 1;
   } else {
     auto r = ParseCount(rank);
-    if (!r) return SendBadParameter(res, "rank", rank, "a rank number or \"all\"");
-    if (*r >= job->ranks) {
-      return SendError(res, NotFoundError(fmt::format("job {} has no rank {} (it has {})", cur->id, rank, job->ranks)));
+    if (!r) {
+      SendBadParameter(res, "rank", rank, "a rank number or \"all\"");
+      return false;
     }
-    cur->ranks.push_back(static_cast<int>(*r));
+    if (*r >= job.ranks) {
+      SendError(res, NotFoundError(fmt::format("job {} has no rank {} (it has {})", q->id, rank, job.ranks)));
+      return false;
+    }
+    q->ranks.push_back(static_cast<int>(*r));
   }
   if (req.has_param("tail")) {
     auto tail = ParseCount(req.get_param_value("tail"));
-    if (!tail) return SendBadParameter(res, "tail", req.get_param_value("tail"), "a count of lines (0 or more)");
-    cur->tail = *tail;
+    if (!tail) {
+      SendBadParameter(res, "tail", req.get_param_value("tail"), "a count of lines (0 or more)");
+      return false;
+    }
+    q->tail = *tail;
   }
-  const int64_t last = std::max<int64_t>(1, job->job.attempt);
+  const int64_t last = std::max<int64_t>(1, job.job.attempt);
   std::string attempt = req.get_param_value("attempt");
   if (attempt == "all") {
-    cur->all_attempts = true;
-    cur->attempt = 1;
+    q->all_attempts = true;
+    q->attempt = 1;
   } else if (attempt.empty() || attempt == "last") {
-    cur->attempt = last;
+    q->attempt = last;
   } else {
     auto n = ParseCount(attempt);
-    if (!n) return SendBadParameter(res, "attempt", attempt, "an attempt number, \"last\" or \"all\"");
-    if (*n < 1 || *n > last) return SendError(res, NotFoundError(fmt::format("job {} has no attempt {}", cur->id, attempt)));
-    cur->attempt = *n;
+    if (!n) {
+      SendBadParameter(res, "attempt", attempt, "an attempt number, \"last\" or \"all\"");
+      return false;
+    }
+    if (*n < 1 || *n > last) {
+      SendError(res, NotFoundError(fmt::format("job {} has no attempt {}", q->id, attempt)));
+      return false;
+    }
+    q->attempt = *n;
   }
   // from=ATTEMPT:OFFSET[,OFFSET...]: where a stream with positions=true
   // left off (one byte offset per rank streamed).
   if (req.has_param("from")) {
     const std::string from = req.get_param_value("from");
-    const std::string expected = fmt::format("ATTEMPT:OFFSET with {} comma-separated offset(s)", cur->ranks.size());
+    const std::string expected = fmt::format("ATTEMPT:OFFSET with {} comma-separated offset(s)", q->ranks.size());
     size_t colon = from.find(':');
     auto a = ParseCount(from.substr(0, colon));
-    if (colon == std::string::npos || !a || *a < 1) return SendBadParameter(res, "from", from, expected);
+    if (colon == std::string::npos || !a || *a < 1) {
+      SendBadParameter(res, "from", from, expected);
+      return false;
+    }
     std::vector<int64_t> offsets;
     for (const std::string& part : Split(from.substr(colon + 1), ',')) {
       auto o = ParseCount(part);
-      if (!o) return SendBadParameter(res, "from", from, expected);
+      if (!o) {
+        SendBadParameter(res, "from", from, expected);
+        return false;
+      }
       offsets.push_back(*o);
     }
-    if (offsets.size() != cur->ranks.size()) return SendBadParameter(res, "from", from, expected);
-    if (*a > last || *a < cur->attempt || (!cur->all_attempts && *a != cur->attempt)) {
-      return SendError(res, NotFoundError(fmt::format("job {} has no attempt {} in this stream", cur->id, *a)),
-                       {{"parameter", "from"}});
+    if (offsets.size() != q->ranks.size()) {
+      SendBadParameter(res, "from", from, expected);
+      return false;
     }
-    cur->attempt = *a;
-    cur->offsets = std::move(offsets);
-    cur->partial.assign(cur->ranks.size(), "");
+    if (*a > last || *a < q->attempt || (!q->all_attempts && *a != q->attempt)) {
+      SendError(res, NotFoundError(fmt::format("job {} has no attempt {} in this stream", q->id, *a)),
+                {{"parameter", "from"}});
+      return false;
+    }
+    q->attempt = *a;
+    q->offsets = std::move(offsets);
   }
+  return true;
+}
+
+bool AttemptOver(const JobView& job, int64_t attempt) {
+  return store::IsTerminal(job.job.state) || attempt < job.job.attempt || job.job.state == store::JobState::kQueued ||
+         job.job.state == store::JobState::kRetrying;
+}
+
+void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res) {
+  auto job = ctx.publisher->Current()->Resolve(req.matches[1]);
+  if (!job) return SendError(res, NotFoundError(fmt::format("no job with id or name \"{}\"", std::string(req.matches[1]))));
+  struct Cursor : LogQuery {
+    std::vector<std::string> partial;  // per rank, when prefixing
+    std::shared_ptr<void> slot;        // held while the stream is open
+    int quiet_polls = 0;               // polls in a row that found nothing
+  };
+  auto cur = std::make_shared<Cursor>();
+  if (!ParseLogQuery(*job, req, res, cur.get())) return;
+  if (!cur->offsets.empty()) cur->partial.assign(cur->ranks.size(), "");
   if (cur->follow) {
     cur->slot = gate->Acquire();
     if (!cur->slot) return RefuseStream(res, *gate);
@@ -227,9 +253,7 @@ void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& 
         sink.done();
         return true;
       }
-      bool attempt_over = store::IsTerminal(job->job.state) || cur->attempt < job->job.attempt ||
-                          job->job.state == store::JobState::kQueued ||
-                          job->job.state == store::JobState::kRetrying;
+      bool attempt_over = AttemptOver(*job, cur->attempt);
       bool exists = cur->attempt <= job->job.attempt;
       std::string out;
       if (exists) {
