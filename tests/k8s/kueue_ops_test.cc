@@ -1,0 +1,473 @@
+// Kueue objects and pod logs through a real API server (src/server/kubernetes):
+// a test cluster started by scripts/k8s-env with Kueue running and kwok
+// serving every pod's log from DIR/pod.log. One cluster serves every test of
+// this program; `kueue_ops_k8s_test WORK_DIR` starts it in WORK_DIR/cluster
+// and stops it at the end. TAU_K8S_ENV_DIR=DIR uses a cluster already up in
+// DIR instead (its DIR/pod.log is appended to); TAU_K8S_ENV names another
+// scripts/k8s-env.
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "server/kubernetes/kueue_objects.h"
+#include "server/kubernetes/pod_logs.h"
+#include "support/subprocess.h"
+
+namespace tau::server::kubernetes {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::string g_work_dir;
+
+class Cluster : public ::testing::Environment {
+ public:
+  static Cluster* Get() { return instance_; }
+
+  void SetUp() override {
+    instance_ = this;
+    if (const char* given = std::getenv("TAU_K8S_ENV_DIR"); given != nullptr && *given != '\0') {
+      dir_ = given;
+    } else {
+      if (::geteuid() != 0) {
+        skip_reason_ = "not root; scripts/k8s-env up runs Kueue in a private mount namespace (unshare -m), which needs root";
+        return;
+      }
+      const char* script_env = std::getenv("TAU_K8S_ENV");
+      script_ = (script_env != nullptr && *script_env != '\0') ? script_env : testing::SourcePath("scripts/k8s-env");
+      dir_ = (fs::path(g_work_dir) / "cluster").string();
+      fs::remove_all(dir_);
+      fs::create_directories(dir_);
+      testing::CommandResult up = testing::RunCommand({script_, "up", dir_});
+      if (up.exit_code != 0) {
+        error_ = "scripts/k8s-env up " + dir_ + " failed (exit " + std::to_string(up.exit_code) + "):\n" + up.out +
+                 "\n" + up.err;
+        return;
+      }
+      owned_ = true;
+    }
+    Result<kube::KubeConfig> config = kube::LoadKubeconfig(dir_ + "/kubeconfig");
+    if (!config.ok()) {
+      error_ = config.error().ToString();
+      return;
+    }
+    auto client = kube::KubeClient::Create(*config);
+    if (!client.ok()) {
+      error_ = client.error().ToString();
+      return;
+    }
+    client_ = std::move(*client);
+    ready_ = true;
+  }
+
+  void TearDown() override {
+    client_.reset();
+    if (owned_) {
+      testing::CommandResult down = testing::RunCommand({script_, "down", dir_});
+      if (down.exit_code != 0) {
+        ADD_FAILURE() << "scripts/k8s-env down failed: " << down.out << down.err;
+      }
+    }
+  }
+
+  bool Usable() {
+    EXPECT_TRUE(ready_) << error_;
+    return ready_;
+  }
+  const std::string& skip_reason() const { return skip_reason_; }
+  const std::string& dir() const { return dir_; }
+  kube::KubeClient& client() { return *client_; }
+
+ private:
+  static inline Cluster* instance_ = nullptr;
+  std::string script_;
+  std::string dir_;
+  bool owned_ = false;
+  bool ready_ = false;
+  std::string error_;
+  std::string skip_reason_;
+  std::unique_ptr<kube::KubeClient> client_;
+};
+
+#define REQUIRE_CLUSTER()                            \
+  do {                                               \
+    if (!Cluster::Get()->skip_reason().empty()) {    \
+      GTEST_SKIP() << Cluster::Get()->skip_reason(); \
+    }                                                \
+    if (!Cluster::Get()->Usable()) {                 \
+      return;                                        \
+    }                                                \
+  } while (0)
+
+// Polls `ready` every 200 ms for up to `limit`.
+template <typename F>
+bool WaitFor(F ready, seconds limit = seconds(60)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) {
+      return true;
+    }
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  return ready();
+}
+
+void EnsureNamespace(const std::string& ns) {
+  auto created = Cluster::Get()->client().Create({"", "v1", "namespaces", "", "", ""},
+                                                 {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  if (!created.ok()) {
+    ASSERT_EQ(created.error().code(), StatusCode::kAlreadyExists) << created.error().ToString();
+  }
+}
+
+// Names unique to this process ("kops-cq" -> "kops4242-cq"), so that a run
+// against a cluster an earlier run used (TAU_K8S_ENV_DIR) starts afresh.
+std::string N(const std::string& name) {
+  static const std::string prefix = "kops" + std::to_string(::getpid()) + "-";
+  std::string out = name;
+  for (size_t at = out.find("kops-"); at != std::string::npos; at = out.find("kops-", at + prefix.size())) {
+    out.replace(at, 5, prefix);
+  }
+  return out;
+}
+
+const char* kSetupTemplate = R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: main
+  namespace: kops-team
+spec:
+  clusterQueue: kops-cq
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: kops-cq
+spec:
+  namespaceSelector: {}
+  queueingStrategy: BestEffortFIFO
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: kops-h100
+      resources:
+      - name: cpu
+        nominalQuota: 96
+      - name: memory
+        nominalQuota: 1Ti
+      - name: nvidia.com/gpu
+        nominalQuota: 8
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: kops-h100
+spec:
+  nodeLabels:
+    taugrid.io/gpu-class: h100
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: kops-high
+value: 1000
+)";
+
+const std::string& SetupManifests() {
+  static const std::string text = N(kSetupTemplate);
+  return text;
+}
+
+std::vector<render::AppliedObject> Decoded(const std::string& text) {
+  auto decoded = DecodeForCluster({{"setup.yaml", text}});
+  EXPECT_TRUE(decoded.ok()) << decoded.error().ToString();
+  return decoded.ok() ? decoded->objects : std::vector<render::AppliedObject>{};
+}
+
+// The tests below run in order on one cluster: the first applies the set
+// the others build on.
+TEST(KueueOpsK8sTest, AppliesInOrderAndReadsBackWithKueuesStatus) {
+  REQUIRE_CLUSTER();
+  EnsureNamespace(N("kops-team"));
+  auto cluster = KueueClusterOf(Cluster::Get()->client());
+  ApplyReport report = ApplyKueueObjects(*cluster, Decoded(SetupManifests()), false);
+  ASSERT_TRUE(report.ok()) << report.FailureMessage();
+  EXPECT_THAT(report.Changes(), ElementsAre(N("ResourceFlavor/kops-h100 created"), N("WorkloadPriorityClass/kops-high created"),
+                                            N("ClusterQueue/kops-cq created"), N("LocalQueue/kops-team/main created")));
+
+  // A 16-GPU Job cannot fit the 8-GPU queue: Kueue counts it pending.
+  json job = json::parse(N(R"({
+    "apiVersion": "batch/v1", "kind": "Job",
+    "metadata": {"name": "kops-too-big", "namespace": "kops-team", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+    "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never", "containers": [{
+      "name": "main", "image": "busybox",
+      "resources": {"requests": {"nvidia.com/gpu": "16"}, "limits": {"nvidia.com/gpu": "16"}}}]}}}})"));
+  auto created = Cluster::Get()->client().Create({"batch", "v1", "jobs", N("kops-team"), "", ""}, job);
+  ASSERT_TRUE(created.ok()) << created.error().ToString();
+
+  json queues;
+  ASSERT_TRUE(WaitFor([&] {
+    auto q = QueuesJsonFromCluster(*cluster);
+    if (!q.ok()) {
+      return false;
+    }
+    queues = *q;
+    for (const json& cq : queues["cluster_queues"]) {
+      if (cq["name"] == N("kops-cq") && cq["pending"] == 1) {
+        return true;
+      }
+    }
+    return false;
+  })) << queues.dump(2);
+  for (const json& cq : queues["cluster_queues"]) {
+    if (cq["name"] != N("kops-cq")) {
+      continue;
+    }
+    EXPECT_EQ(cq["admitted"], 0);
+    ASSERT_EQ(cq["resources"].size(), 3u);
+    EXPECT_EQ(cq["resources"][2], json({{"flavor", N("kops-h100")}, {"resource", "nvidia.com/gpu"}, {"nominal", "8"},
+                                       {"used", "0"}, {"borrowed", "0"}}));
+  }
+  bool lq_found = false;
+  for (const json& lq : queues["local_queues"]) {
+    if (lq["workspace"] == N("kops-team") && lq["name"] == "main") {
+      lq_found = true;
+      EXPECT_EQ(lq["cluster_queue"], N("kops-cq"));
+      EXPECT_EQ(lq["pending"], 1);
+    }
+  }
+  EXPECT_TRUE(lq_found) << queues.dump(2);
+
+  auto got = GetKueueObjects(*cluster, "ClusterQueue", N("kops-cq"));
+  ASSERT_TRUE(got.ok()) << got.error().ToString();
+  ASSERT_EQ(got->size(), 1u);
+  const json& cq = (*got)[0];
+  EXPECT_EQ(cq["apiVersion"], "kueue.x-k8s.io/v1beta2");
+  EXPECT_EQ(cq["kind"], "ClusterQueue");
+  EXPECT_EQ(cq["status"]["pendingWorkloads"], 1);
+  EXPECT_FALSE(cq["metadata"].contains("managedFields"));
+  EXPECT_EQ(cq["spec"]["resourceGroups"][0]["flavors"][0]["name"], N("kops-h100"));
+
+  ASSERT_TRUE(Cluster::Get()->client().Delete({"batch", "v1", "jobs", N("kops-team"), N("kops-too-big"), ""},
+                                              {"Background", std::nullopt}).ok());
+}
+
+TEST(KueueOpsK8sTest, ApplyingAgainChangesNothing) {
+  REQUIRE_CLUSTER();
+  auto cluster = KueueClusterOf(Cluster::Get()->client());
+  ApplyReport report = ApplyKueueObjects(*cluster, Decoded(SetupManifests()), false);
+  ASSERT_TRUE(report.ok()) << report.FailureMessage();
+  EXPECT_THAT(report.Changes(),
+              ElementsAre(N("ResourceFlavor/kops-h100 unchanged"), N("WorkloadPriorityClass/kops-high unchanged"),
+                          N("ClusterQueue/kops-cq unchanged"), N("LocalQueue/kops-team/main unchanged")));
+}
+
+TEST(KueueOpsK8sTest, AFieldAnotherManagerOwnsIsAConflictNamingFieldAndManager) {
+  REQUIRE_CLUSTER();
+  // Someone else takes .spec.queueingStrategy over.
+  json theirs = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                 {"kind", "ClusterQueue"},
+                 {"metadata", {{"name", N("kops-cq")}}},
+                 {"spec", {{"queueingStrategy", "StrictFIFO"}}}};
+  auto taken = Cluster::Get()->client().Apply({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", N("kops-cq"), ""}, theirs,
+                                              {N("kops-test-operator"), true});
+  ASSERT_TRUE(taken.ok()) << taken.error().ToString();
+
+  auto cluster = KueueClusterOf(Cluster::Get()->client());
+  ApplyReport report = ApplyKueueObjects(*cluster, Decoded(SetupManifests()), false);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.objects[2].label, N("ClusterQueue/kops-cq"));
+  EXPECT_EQ(report.objects[2].state, ApplyState::kFailed);
+  EXPECT_EQ(report.objects[2].error.code(), StatusCode::kAborted);
+  EXPECT_EQ(report.objects[3].state, ApplyState::kNotApplied);
+  EXPECT_THAT(report.FailureMessage(),
+              HasSubstr(N("ClusterQueue/kops-cq: not applied: field .spec.queueingStrategy managed by "
+                          "\"kops-test-operator\"; apply again with --force-conflicts to take them over\n")));
+  EXPECT_THAT(report.FailureMessage(),
+              HasSubstr(N("applied: ResourceFlavor/kops-h100 unchanged, WorkloadPriorityClass/kops-high unchanged\n")));
+  EXPECT_THAT(report.FailureMessage(), HasSubstr(N("not applied: LocalQueue/kops-team/main\n")));
+
+  ApplyReport forced = ApplyKueueObjects(*cluster, Decoded(SetupManifests()), true);
+  ASSERT_TRUE(forced.ok()) << forced.FailureMessage();
+  EXPECT_THAT(forced.Changes(), ::testing::Contains(N("ClusterQueue/kops-cq configured")));
+  auto got = GetKueueObjects(*cluster, "ClusterQueue", N("kops-cq"));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ((*got)[0]["spec"]["queueingStrategy"], "BestEffortFIFO");
+}
+
+TEST(KueueOpsK8sTest, AMissingNamespaceAppliesNothing) {
+  REQUIRE_CLUSTER();
+  std::string text = SetupManifests();
+  const std::string team = N("namespace: kops-team"), flavor_name = N("name: kops-h100\nspec");
+  text.replace(text.find(team), team.size(), N("namespace: kops-nowhere"));
+  text.replace(text.find(flavor_name), flavor_name.size(), N("name: kops-a100\nspec"));
+  auto cluster = KueueClusterOf(Cluster::Get()->client());
+  ApplyReport report = ApplyKueueObjects(*cluster, Decoded(text), false);
+  ASSERT_FALSE(report.ok());
+  EXPECT_THAT(report.FailureMessage(), HasSubstr(N("namespace \"kops-nowhere\" does not exist on the cluster")));
+  EXPECT_THAT(report.FailureMessage(), HasSubstr("applied: nothing\n"));
+  auto flavor = GetKueueObjects(*cluster, "ResourceFlavor", N("kops-a100"));
+  ASSERT_TRUE(flavor.ok());
+  EXPECT_TRUE(flavor->empty());
+}
+
+TEST(KueueOpsK8sTest, DeleteRemovesTheObjectOnce) {
+  REQUIRE_CLUSTER();
+  auto cluster = KueueClusterOf(Cluster::Get()->client());
+  auto deleted = DeleteKueueObject(*cluster, "LocalQueue", N("kops-team"), "main");
+  ASSERT_TRUE(deleted.ok()) << deleted.error().ToString();
+  EXPECT_EQ(*deleted, "LocalQueue/main deleted");
+  ASSERT_TRUE(WaitFor([&] {
+    auto lq = GetKueueObjects(*cluster, "LocalQueue", "main");
+    return lq.ok() && std::none_of(lq->begin(), lq->end(), [](const json& o) {
+             return o["metadata"]["namespace"] == N("kops-team");
+           });
+  }));
+  auto again = DeleteKueueObject(*cluster, "LocalQueue", N("kops-team"), "main");
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code(), StatusCode::kNotFound);
+}
+
+// Appends CRI log lines ("TIMESTAMP stdout F text") to the file kwok serves
+// as every container's log.
+void AppendLog(const std::vector<std::pair<std::string, std::string>>& lines) {
+  std::string text;
+  for (const auto& [ts, line] : lines) {
+    text += ts + " stdout F " + line + "\n";
+  }
+  std::ofstream out(Cluster::Get()->dir() + "/pod.log", std::ios::app | std::ios::binary);
+  out << text;
+  out.flush();
+}
+
+// A timestamp `n` seconds after a base unique to this run, with nanoseconds.
+std::string Stamp(int n, int nanos) {
+  static const int64_t base = std::chrono::duration_cast<seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch()).count() + 3600;
+  std::time_t t = static_cast<std::time_t>(base + n);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%09dZ", nanos);
+  return std::string(buf) + frac;
+}
+
+TEST(KueueOpsK8sTest, APodLogStreamsWithFollowAndResumesWithoutDuplicates) {
+  REQUIRE_CLUSTER();
+  EnsureNamespace(N("kops-team"));
+  kube::KubeClient& client = Cluster::Get()->client();
+  json pod = json::parse(N(R"({"apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "kops-log-pod", "namespace": "kops-team"},
+    "spec": {"containers": [{"name": "main", "image": "busybox"}]}})"));
+  auto created = client.Create({"", "v1", "pods", N("kops-team"), "", ""}, pod);
+  ASSERT_TRUE(created.ok()) << created.error().ToString();
+  ASSERT_TRUE(WaitFor([&] {
+    auto p = client.Get({"", "v1", "pods", N("kops-team"), N("kops-log-pod"), ""});
+    return p.ok() && (*p)["status"].value("phase", "") == "Running";
+  }));
+  // Lines from an hour ahead: no earlier line of the shared file is at or
+  // after them, so a stream that starts at the first one's second sees only
+  // this test's lines.
+  AppendLog({{Stamp(0, 100), "one"}, {Stamp(0, 100), "two"}, {Stamp(0, 900000000), "three"}});
+
+  std::mutex mu;
+  std::vector<std::string> targets;
+  StreamFn real = StreamOf(client);
+  StreamFn recorded = [&](const kube::HttpRequest& request, const std::function<bool(std::string_view)>& on_chunk,
+                          const std::atomic<bool>* stop) {
+    {
+      std::lock_guard lock(mu);
+      targets.push_back(request.target);
+    }
+    return real(request, on_chunk, stop);
+  };
+  PodLogOptions options;
+  options.follow = true;
+  // Each request ends after 1.5 s: the stream resumes again and again.
+  options.max_request_time = milliseconds(1500);
+  options.from = {Stamp(-1, 0), 1};  // start within this test's lines
+  PodLogStreamer streamer(recorded, [] { return Result<PodRef>(PodRef{N("kops-team"), N("kops-log-pod")}); }, options);
+  std::string got;
+  Result<LogEnd> end = LogEnd::kEnded;
+  std::thread runner([&] {
+    end = streamer.Run([&](std::string_view text) {
+      std::lock_guard lock(mu);
+      got += text;
+      return true;
+    });
+  });
+  std::this_thread::sleep_for(milliseconds(2500));
+  AppendLog({{Stamp(0, 900000000), "four"}, {Stamp(1, 0), "five"}});
+  std::this_thread::sleep_for(milliseconds(2000));
+  AppendLog({{Stamp(2, 5), "six"}});
+  const std::string expected = "one\ntwo\nthree\nfour\nfive\nsix\n";
+  bool complete = WaitFor([&] {
+    std::lock_guard lock(mu);
+    return got.size() >= expected.size();
+  }, seconds(30));
+  // A few more reconnections may bring nothing more.
+  std::this_thread::sleep_for(milliseconds(3500));
+  streamer.Stop();
+  runner.join();
+  ASSERT_TRUE(end.ok()) << end.error().ToString();
+  EXPECT_EQ(*end, LogEnd::kStopped);
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(got, expected);
+  std::lock_guard lock(mu);
+  ASSERT_GE(targets.size(), 3u);
+  EXPECT_THAT(targets[0], HasSubstr(N("/api/v1/namespaces/kops-team/pods/kops-log-pod/log?container=main&timestamps=true"
+                                      "&follow=true&sinceTime=")));
+  EXPECT_THAT(targets.back(), HasSubstr("&sinceTime=" + kube::UrlEscape(Stamp(2, 0).substr(0, 19) + "Z")));
+}
+
+TEST(KueueOpsK8sTest, FindsThePodOfACompletionIndex) {
+  REQUIRE_CLUSTER();
+  EnsureNamespace(N("kops-team"));
+  kube::KubeClient& client = Cluster::Get()->client();
+  json job = json::parse(N(R"({"apiVersion": "batch/v1", "kind": "Job",
+    "metadata": {"name": "kops-indexed", "namespace": "kops-team"},
+    "spec": {"completionMode": "Indexed", "completions": 2, "parallelism": 2,
+      "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}})"));
+  auto created = client.Create({"batch", "v1", "jobs", N("kops-team"), "", ""}, job);
+  ASSERT_TRUE(created.ok()) << created.error().ToString();
+  Result<PodRef> pod = NotFoundError("not yet");
+  ASSERT_TRUE(WaitFor([&] {
+    pod = FindIndexedJobPod(client, N("kops-team"), N("kops-indexed"), 1);
+    return pod.ok();
+  })) << pod.error().ToString();
+  EXPECT_EQ(pod->namespace_, N("kops-team"));
+  EXPECT_THAT(pod->name, ::testing::StartsWith(N("kops-indexed-1-")));
+  auto none = FindIndexedJobPod(client, N("kops-team"), N("kops-indexed"), 5);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code(), StatusCode::kNotFound);
+  EXPECT_THAT(none.error().message(), HasSubstr(N("no pod of completion index 5 of Job kops-team/kops-indexed")));
+}
+
+}  // namespace
+}  // namespace tau::server::kubernetes
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  tau::server::kubernetes::g_work_dir =
+      argc > 1 ? argv[1] : (std::filesystem::temp_directory_path() / "kueue-ops-k8s").string();
+  ::testing::AddGlobalTestEnvironment(new tau::server::kubernetes::Cluster);
+  return RUN_ALL_TESTS();
+}
