@@ -213,7 +213,11 @@ Result<ClusterManifests> DecodeForCluster(const std::vector<ManifestFile>& files
   }
   if (!ok) return InvalidArgumentError(diags.Format());
   for (const spec::Diagnostic& d : diags.Sorted()) {
-    if (d.severity == spec::Severity::kWarning) out.warnings.push_back(spec::FormatDiagnostic(d));
+    if (d.severity != spec::Severity::kWarning) continue;
+    // Fields the embedded engine stores without acting on (admission
+    // checks, topology, ...) are Kueue's to act on here: no warning.
+    if (d.message.find("not acted on by the embedded admission engine") != std::string::npos) continue;
+    out.warnings.push_back(spec::FormatDiagnostic(d));
   }
   std::stable_sort(out.objects.begin(), out.objects.end(),
                    [](const render::AppliedObject& a, const render::AppliedObject& b) {

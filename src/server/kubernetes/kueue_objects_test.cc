@@ -135,6 +135,18 @@ TEST(DecodeForClusterTest, OrdersObjectsSoThatWhatIsReferredToComesFirst) {
   EXPECT_THAT(decoded->warnings, ElementsAre(HasSubstr("a.yaml:23:13: warning: kueue.x-k8s.io/v1beta1 is deprecated")));
 }
 
+TEST(DecodeForClusterTest, FieldsOnlyEmbeddedModeIgnoresAreNotWarnedAbout) {
+  const std::string text = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: q\nspec:\n"
+                           "  admissionChecks: [prov]\n";
+  render::DecodedKueueConfig embedded;
+  spec::Diagnostics diags;
+  ASSERT_TRUE(render::DecodeKueueManifests(text, "q.yaml", &embedded, &diags));
+  ASSERT_EQ(diags.items().size(), 1u);  // embedded mode warns: it does not run admission checks
+  auto decoded = DecodeForCluster({{"q.yaml", text}});
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_TRUE(decoded->warnings.empty());
+}
+
 TEST(DecodeForClusterTest, ErrorsAreEmbeddedModesWithFileLineAndColumn) {
   const std::string text = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: q\nspec:\n"
                            "  queueingStrategy: Fastest\n  cohrt: x\n";
