@@ -393,6 +393,25 @@ TEST_F(ApiTest, BodiesThatAreNotJsonOrTooLargeAreRefused) {
   EXPECT_JSON_ERROR(Call("POST", "/api/v1/jobs", "", R"({"spec": {}, "snapshot": 5})"), 400, "InvalidArgument");
 }
 
+TEST_F(ApiTest, AdminApplyTakesSeveralFilesInOneRequestAndChangesNothingWhenOneIsWrong) {
+  const std::string flavor = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: two-files\n";
+  const std::string queue = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: two-files\n"
+                            "spec:\n  clusterQueue: default\n";
+  nlohmann::json body = {{"files", {{{"file", "a.yaml"}, {"manifests", flavor}}, {{"file", "b.yaml"}, {"manifests", queue}}}},
+                         {"force_conflicts", false}};
+  Reply applied = Call("POST", "/api/v1/admin/apply", "", body.dump());
+  ASSERT_EQ(applied.status, 200) << applied.body.dump();
+  EXPECT_EQ(applied.body["changes"], nlohmann::json({"ResourceFlavor/two-files created",
+                                                     "LocalQueue/default/two-files created"}));
+  body["files"][0]["manifests"] = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: other\n";
+  body["files"][1]["manifests"] = queue + "  colour: blue\n";
+  Reply refused = Call("POST", "/api/v1/admin/apply", "", body.dump());
+  EXPECT_JSON_ERROR(refused, 400, "InvalidArgument");
+  EXPECT_THAT(refused.body.value("message", ""), HasSubstr("b.yaml:7:3: error: unknown field \"colour\""));
+  Reply objects = Call("GET", "/api/v1/admin/objects?kind=ResourceFlavor&name=other");
+  EXPECT_TRUE(objects.body["objects"].empty()) << objects.body.dump();
+}
+
 TEST_F(ApiTest, ARequestWithoutContentLengthOrChunksHasNoBody) {
   // `curl -X POST URL` sends neither header: the request has no body
   // (RFC 9112, 6.3), and is answered at once, not after a read timeout.
