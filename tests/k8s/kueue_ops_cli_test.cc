@@ -59,6 +59,18 @@ class ApiWithCluster {
     loop_.Stop();
   }
 
+  // Ends every rank the fake executor started, successfully (attempt 1).
+  void EndJob(const std::string& id) {
+    loop_.Call([&] {
+      exec::ExitStatus ok;
+      ok.exit_code = 0;
+      executor_.statuses[home_->status_file(id, 1).string()] = ok;
+      std::vector<uint64_t> tokens;
+      for (const auto& [token, pid] : executor_.watched) tokens.push_back(token);
+      for (uint64_t token : tokens) jobs_->OnShimExit(token);
+    });
+  }
+
   // `tau ARGS...` against this API, in `cwd`.
   testing::CommandResult Tau(const std::vector<std::string>& args, const std::string& cwd = "") {
     std::vector<std::string> argv = {testing::BinPath("tau")};
@@ -203,6 +215,20 @@ TEST(KueueOpsCliK8sTest, TheCliAppliesReadsAndDeletesKueueObjectsAndReadsPodLogs
   testing::CommandResult logs = api.Tau({"logs", id});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_THAT(logs.out, HasSubstr(line + "\n"));
+
+  // Followed (tau logs -f asks for positions): a line written meanwhile
+  // arrives, and the stream ends after the job has (kwok keeps a followed
+  // log open; the route ends it 10 s after the attempt is over).
+  testing::CommandResult followed;
+  std::thread follower([&] { followed = api.Tau({"logs", "-f", id}); });
+  std::this_thread::sleep_for(milliseconds(1500));
+  const std::string later = N("a later line from kops-cli-pod");
+  AppendLog({{Stamp(11, 0), later}});
+  std::this_thread::sleep_for(milliseconds(1500));
+  api.EndJob(id);
+  follower.join();
+  EXPECT_EQ(followed.exit_code, 0) << followed.err;
+  EXPECT_THAT(followed.out, HasSubstr(line + "\n" + later + "\n"));
 
   testing::CommandResult deleted = api.Tau({"admin", "delete", "LocalQueue", "main", "-n", N("kops-cli")});
   EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
