@@ -60,6 +60,24 @@ class ClusterLogStream {
   bool Pump(StreamGate* gate, httplib::DataSink& sink) {
     while (true) {
       if (gate->stopping || !sink.is_writable()) return false;
+      if (attempt_done_) {
+        // The attempt's logs are all out: the next attempt (attempt=all),
+        // once there is one, or the end.
+        auto job = ctx_.publisher->Current()->Resolve(q_.id);
+        if (job && q_.all_attempts && q_.attempt < job->job.attempt) {
+          ++q_.attempt;
+          q_.tail = -1;
+          q_.offsets.clear();
+          attempt_done_ = false;
+          continue;
+        }
+        if (job && q_.all_attempts && q_.follow && !store::IsTerminal(job->job.state)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          continue;
+        }
+        sink.done();
+        return true;
+      }
       if (threads_.empty()) Start();
       std::string out;
       bool drained;
@@ -86,6 +104,7 @@ class ClusterLogStream {
         continue;
       }
       StopAll();
+      attempt_done_ = true;
       if (!errors_.empty()) {
         // Headers are long gone: the stream says what went wrong, last.
         std::string text;
@@ -93,20 +112,6 @@ class ClusterLogStream {
         errors_.clear();
         if (!Send(sink, text)) return false;
       }
-      auto job = ctx_.publisher->Current()->Resolve(q_.id);
-      if (job && q_.all_attempts && q_.attempt < job->job.attempt) {
-        ++q_.attempt;
-        q_.tail = -1;
-        q_.offsets.clear();
-        continue;
-      }
-      if (job && q_.all_attempts && q_.follow && !store::IsTerminal(job->job.state)) {
-        // The next attempt is yet to start.
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        continue;
-      }
-      sink.done();
-      return true;
     }
   }
 
@@ -193,6 +198,7 @@ class ClusterLogStream {
   std::vector<std::thread> threads_;
   std::vector<int64_t> offsets_;  // per rank: bytes of its log streamed (from= included)
   std::optional<std::chrono::steady_clock::time_point> over_since_;
+  bool attempt_done_ = false;  // every rank of q_.attempt has ended and was written
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<size_t, std::string>> pending_;  // rank index, text

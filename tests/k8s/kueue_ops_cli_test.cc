@@ -216,11 +216,12 @@ TEST(KueueOpsCliK8sTest, TheCliAppliesReadsAndDeletesKueueObjectsAndReadsPodLogs
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_THAT(logs.out, HasSubstr(line + "\n"));
 
-  // Followed (tau logs -f asks for positions): a line written meanwhile
-  // arrives, and the stream ends after the job has (kwok keeps a followed
-  // log open; the route ends it 10 s after the attempt is over).
+  // Followed as tau run -f does (every attempt, every rank, positions): a
+  // line written meanwhile arrives, and the stream ends after the job has
+  // (kwok keeps a followed log open; the route ends it 10 s after the
+  // attempt is over).
   testing::CommandResult followed;
-  std::thread follower([&] { followed = api.Tau({"logs", "-f", id}); });
+  std::thread follower([&] { followed = api.Tau({"logs", "-f", "--attempt", "all", "--rank", "all", id}); });
   std::this_thread::sleep_for(milliseconds(1500));
   const std::string later = N("a later line from kops-cli-pod");
   AppendLog({{Stamp(11, 0), later}});
