@@ -265,14 +265,13 @@ void ServeClusterLogs(const ApiContext& ctx, const ClusterContext& cluster, Stre
   }
   LogQuery query;
   if (!ParseLogQuery(*job, req, res, &query)) return;
+  const bool follow = query.follow, positions = query.positions;
   auto stream = std::make_shared<ClusterLogStream>(ctx, cluster, std::move(query));
-  if (req.get_param_value("follow") == "true") {
+  if (follow) {
     stream->slot = gate->Acquire();
     if (!stream->slot) return RefuseStream(res, *gate);
   }
   res.set_header("X-Content-Type-Options", "nosniff");
-  const bool positions = req.get_param_value("positions") == "true";
-  const bool follow = req.get_param_value("follow") == "true";
   const std::string type = positions ? "application/vnd.taugrid.log-frames"
                            : follow  ? "application/octet-stream"
                                      : "text/plain; charset=utf-8";
