@@ -135,7 +135,8 @@ class ClusterLogStream {
       kubernetes::PodLogOptions options;
       options.container = std::string(kRankContainer);
       options.follow = q_.follow;
-      if (q_.tail >= 0) options.tail_lines = q_.tail;
+      // `from` says where to resume; tail is then ignored (as in embedded mode).
+      if (q_.tail >= 0 && q_.offsets.empty()) options.tail_lines = q_.tail;
       options.skip_bytes = offsets_[i];
       const int64_t attempt = q_.attempt;
       StatePublisher* publisher = ctx_.publisher;
