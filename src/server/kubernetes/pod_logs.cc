@@ -67,7 +67,7 @@ Result<PodRef> FindIndexedJobPod(kube::KubeClient& client, const std::string& ns
   if (newest == nullptr) {
     return NotFoundError(fmt::format("no pod of completion index {} of Job {}/{}", rank, ns, job_name));
   }
-  return PodRef{ns, (*newest)["metadata"].value("name", "")};
+  return PodRef{ns, (*newest)["metadata"].value("name", ""), ""};
 }
 
 Result<std::string> SinceTimeFor(std::string_view timestamp) {
@@ -170,7 +170,8 @@ bool PodLogStreamer::Waiting() {
 
 std::string PodLogStreamer::Target(const PodRef& pod) const {
   std::string target = kube::ResourcePath({"", "v1", "pods", pod.namespace_, pod.name, "log"});
-  target += "?container=" + kube::UrlEscape(options_.container) + "&timestamps=true";
+  target += "?container=" + kube::UrlEscape(pod.container.empty() ? options_.container : pod.container) +
+            "&timestamps=true";
   if (options_.follow) target += "&follow=true";
   const std::string& last = filter_.position().last_timestamp;
   if (!last.empty()) {

@@ -22,6 +22,10 @@ namespace tau::server::kubernetes {
 struct PodRef {
   std::string namespace_;
   std::string name;
+  // The container whose log to read; "" = PodLogOptions::container. (A
+  // batch Job's pod runs the rank in "main"; a RayJob's output is in
+  // another pod and container, which its lookup names.)
+  std::string container;
 };
 
 // Where rank `rank` of attempt `attempt` of job `job_id` runs: NotFound while
@@ -141,7 +145,8 @@ class PodLogStreamer {
   int64_t bytes() const { return bytes_; }
 
   // The next request's target for `pod`:
-  // /api/v1/namespaces/NS/pods/NAME/log?container=C&timestamps=true
+  // /api/v1/namespaces/NS/pods/NAME/log?container=C&timestamps=true (C:
+  // the pod's container, else the options')
   // [&follow=true], then &sinceTime= once something was delivered, else
   // &tailLines= when asked for.
   std::string Target(const PodRef& pod) const;

@@ -131,7 +131,7 @@ class RecordingSleeper : public kube::Sleeper {
 };
 
 std::function<Result<PodRef>()> Pod() {
-  return [] { return Result<PodRef>(PodRef{"team-a", "train-0-abc"}); };
+  return [] { return Result<PodRef>(PodRef{"team-a", "train-0-abc", ""}); };
 }
 
 TEST(PodLogStreamerTest, ResumesAfterADroppedConnectionWithoutDuplicates) {
@@ -175,7 +175,7 @@ TEST(PodLogStreamerTest, WaitsForAPodAndAContainerToStartWhileFollowing) {
   int lookups = 0;
   auto lookup = [&]() -> Result<PodRef> {
     if (++lookups == 1) return NotFoundError("no pod yet");
-    return PodRef{"ns", "p"};
+    return PodRef{"ns", "p", ""};
   };
   PodLogOptions options;
   options.follow = true;
@@ -226,6 +226,15 @@ TEST(PodLogStreamerTest, RetriesServerErrorsWithBackoffAndStopsOnPermanentOnes) 
   EXPECT_THAT(end.error().message(), HasSubstr("pods/log"));
   ASSERT_EQ(sleeper.waits.size(), 2u);
   EXPECT_LT(sleeper.waits[0], sleeper.waits[1]);
+}
+
+TEST(PodLogStreamerTest, ThePodsContainerWinsOverTheDefault) {
+  ScriptedStream stream({{200, {"2026-01-02T03:04:05Z x\n"}, Status::Ok()}});
+  PodLogStreamer streamer(stream.Fn(), [] { return Result<PodRef>(PodRef{"ns", "submitter-x", "ray-job-submitter"}); },
+                          PodLogOptions{});
+  ASSERT_TRUE(streamer.Run([](std::string_view) { return true; }).ok());
+  ASSERT_EQ(stream.targets.size(), 1u);
+  EXPECT_EQ(stream.targets[0], "/api/v1/namespaces/ns/pods/submitter-x/log?container=ray-job-submitter&timestamps=true");
 }
 
 TEST(PodLogStreamerTest, SkipsBytesTheReaderAlreadyHas) {
