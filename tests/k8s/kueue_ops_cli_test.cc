@@ -39,7 +39,7 @@ class ApiWithCluster {
                                          &publisher_);
     TAU_RETURN_IF_ERROR(loop_.Call([&] { return jobs_->Recover(); }));
     ApiServerOptions api;
-    api.token = "kops-token";
+    api.token = "kq-token";
     api.capacity = options.capacity;
     api.cluster = cluster;
     api.rank_pod = std::move(rank_pod);
@@ -75,7 +75,7 @@ class ApiWithCluster {
   testing::CommandResult Tau(const std::vector<std::string>& args, const std::string& cwd = "") {
     std::vector<std::string> argv = {testing::BinPath("tau")};
     argv.insert(argv.end(), args.begin(), args.end());
-    return testing::RunCommand(argv, cwd, {{"TAU_SERVER", url_}, {"TAU_TOKEN", "kops-token"},
+    return testing::RunCommand(argv, cwd, {{"TAU_SERVER", url_}, {"TAU_TOKEN", "kq-token"},
                                            {"TAU_HOME", (home_->root().parent_path() / "client").string()}});
   }
 
@@ -95,14 +95,14 @@ class ApiWithCluster {
 const char* kCliSetup = R"(apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata:
-  name: kops-cli-cq
+  name: kq-cli-cq
 spec:
   namespaceSelector: {}
   queueingStrategy: StrictFIFO
   resourceGroups:
   - coveredResources: [nvidia.com/gpu]
     flavors:
-    - name: kops-cli-flavor
+    - name: kq-cli-flavor
       resources:
       - name: nvidia.com/gpu
         nominalQuota: 8
@@ -111,21 +111,21 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata:
   name: main
-  namespace: kops-cli
+  namespace: kq-cli
 spec:
-  clusterQueue: kops-cli-cq
+  clusterQueue: kq-cli-cq
 )";
 
 const char* kCliFlavor = R"(apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata:
-  name: kops-cli-flavor
+  name: kq-cli-flavor
 )";
 
 TEST(KueueOpsCliK8sTest, TheCliAppliesReadsAndDeletesKueueObjectsAndReadsPodLogs) {
   REQUIRE_CLUSTER();
-  EnsureNamespace(N("kops-cli"));
-  const fs::path root = fs::path(g_work_dir) / N("cli-kops");
+  EnsureNamespace(N("kq-cli"));
+  const fs::path root = fs::path(g_work_dir) / N("cli-kq");
   fs::remove_all(root);
   fs::create_directories(root / "work");
   const std::string work = (root / "work").string();
@@ -138,9 +138,9 @@ TEST(KueueOpsCliK8sTest, TheCliAppliesReadsAndDeletesKueueObjectsAndReadsPodLogs
   }
   kube::KubeClient& client = Cluster::Get()->client();
   // Every rank of every job is this pod: the lookup a backend provides.
-  const std::string pod_name = N("kops-cli-pod");
+  const std::string pod_name = N("kq-cli-pod");
   RankPodLookup rank_pod = [pod_name](const std::string&, int64_t, int) -> Result<PodRef> {
-    return PodRef{N("kops-cli"), pod_name};
+    return PodRef{N("kq-cli"), pod_name};
   };
   ApiWithCluster api;
   Status started = api.Start(root, &client, rank_pod);
@@ -149,16 +149,16 @@ TEST(KueueOpsCliK8sTest, TheCliAppliesReadsAndDeletesKueueObjectsAndReadsPodLogs
   // Two files, applied together in dependency order: the flavor first.
   testing::CommandResult applied = api.Tau({"admin", "apply", "-f", "queues.yaml", "-f", "flavor.yaml"}, work);
   ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
-  EXPECT_EQ(applied.out, N("ResourceFlavor/kops-cli-flavor created\nClusterQueue/kops-cli-cq created\n"
-                           "LocalQueue/kops-cli/main created\n"));
+  EXPECT_EQ(applied.out, N("ResourceFlavor/kq-cli-flavor created\nClusterQueue/kq-cli-cq created\n"
+                           "LocalQueue/kq-cli/main created\n"));
   testing::CommandResult again = api.Tau({"admin", "apply", "-f", "queues.yaml", "-f", "flavor.yaml"}, work);
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_THAT(again.out, HasSubstr(N("ClusterQueue/kops-cli-cq unchanged")));
+  EXPECT_THAT(again.out, HasSubstr(N("ClusterQueue/kq-cli-cq unchanged")));
 
   // Read back with Kueue's status.
   testing::CommandResult got;
   ASSERT_TRUE(WaitFor([&] {
-    got = api.Tau({"admin", "get", "ClusterQueue", N("kops-cli-cq")});
+    got = api.Tau({"admin", "get", "ClusterQueue", N("kq-cli-cq")});
     return got.exit_code == 0 && got.out.find("type: Active") != std::string::npos;
   })) << got.out << got.err;
   EXPECT_THAT(got.out, HasSubstr("kind: ClusterQueue\n"));
@@ -170,44 +170,44 @@ TEST(KueueOpsCliK8sTest, TheCliAppliesReadsAndDeletesKueueObjectsAndReadsPodLogs
   json q = json::parse(queues.out);
   bool found = false;
   for (const json& cq : q["cluster_queues"]) {
-    if (cq["name"] == N("kops-cli-cq")) {
+    if (cq["name"] == N("kq-cli-cq")) {
       found = true;
       EXPECT_EQ(cq["queueing_strategy"], "StrictFIFO");
       EXPECT_EQ(cq["resources"][0]["nominal"], "8");
     }
   }
   EXPECT_TRUE(found) << queues.out;
-  EXPECT_THAT(api.Tau({"queues"}).out, HasSubstr(N("kops-cli-cq")));
+  EXPECT_THAT(api.Tau({"queues"}).out, HasSubstr(N("kq-cli-cq")));
 
   // Another field manager owns a field: reported, then taken over.
-  auto taken = client.Apply({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", N("kops-cli-cq"), ""},
+  auto taken = client.Apply({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", N("kq-cli-cq"), ""},
                             {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
                              {"kind", "ClusterQueue"},
-                             {"metadata", {{"name", N("kops-cli-cq")}}},
+                             {"metadata", {{"name", N("kq-cli-cq")}}},
                              {"spec", {{"queueingStrategy", "BestEffortFIFO"}}}},
-                            {N("kops-cli-operator"), true});
+                            {N("kq-cli-operator"), true});
   ASSERT_TRUE(taken.ok()) << taken.error().ToString();
   testing::CommandResult conflict = api.Tau({"admin", "apply", "-f", "queues.yaml", "-f", "flavor.yaml"}, work);
   EXPECT_EQ(conflict.exit_code, 1);
-  EXPECT_THAT(conflict.err, HasSubstr(N("ClusterQueue/kops-cli-cq: not applied: field .spec.queueingStrategy managed "
-                                        "by \"kops-cli-operator\"; apply again with --force-conflicts")));
-  EXPECT_THAT(conflict.err, HasSubstr(N("not applied: LocalQueue/kops-cli/main")));
+  EXPECT_THAT(conflict.err, HasSubstr(N("ClusterQueue/kq-cli-cq: not applied: field .spec.queueingStrategy managed "
+                                        "by \"kq-cli-operator\"; apply again with --force-conflicts")));
+  EXPECT_THAT(conflict.err, HasSubstr(N("not applied: LocalQueue/kq-cli/main")));
   testing::CommandResult forced =
       api.Tau({"admin", "apply", "--force-conflicts", "-f", "queues.yaml", "-f", "flavor.yaml"}, work);
   EXPECT_EQ(forced.exit_code, 0) << forced.err;
-  EXPECT_THAT(forced.out, HasSubstr(N("ClusterQueue/kops-cli-cq configured")));
+  EXPECT_THAT(forced.out, HasSubstr(N("ClusterQueue/kq-cli-cq configured")));
 
   // A job's log is its pod's, through the API server.
   json pod = json::parse(N(R"({"apiVersion": "v1", "kind": "Pod",
-    "metadata": {"name": "kops-cli-pod", "namespace": "kops-cli"},
+    "metadata": {"name": "kq-cli-pod", "namespace": "kq-cli"},
     "spec": {"containers": [{"name": "main", "image": "busybox"}]}})"));
-  auto created = client.Create({"", "v1", "pods", N("kops-cli"), "", ""}, pod);
+  auto created = client.Create({"", "v1", "pods", N("kq-cli"), "", ""}, pod);
   ASSERT_TRUE(created.ok()) << created.error().ToString();
   ASSERT_TRUE(WaitFor([&] {
-    auto p = client.Get({"", "v1", "pods", N("kops-cli"), pod_name, ""});
+    auto p = client.Get({"", "v1", "pods", N("kq-cli"), pod_name, ""});
     return p.ok() && (*p)["status"].value("phase", "") == "Running";
   }));
-  const std::string line = N("hello from kops-cli-pod");
+  const std::string line = N("hello from kq-cli-pod");
   AppendLog({{Stamp(10, 0), line}});
   testing::CommandResult submitted = api.Tau({"run", "job.yaml"}, work);
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
@@ -223,7 +223,7 @@ TEST(KueueOpsCliK8sTest, TheCliAppliesReadsAndDeletesKueueObjectsAndReadsPodLogs
   testing::CommandResult followed;
   std::thread follower([&] { followed = api.Tau({"logs", "-f", "--attempt", "all", "--rank", "all", id}); });
   std::this_thread::sleep_for(milliseconds(1500));
-  const std::string later = N("a later line from kops-cli-pod");
+  const std::string later = N("a later line from kq-cli-pod");
   AppendLog({{Stamp(11, 0), later}});
   std::this_thread::sleep_for(milliseconds(1500));
   api.EndJob(id);
@@ -231,10 +231,10 @@ TEST(KueueOpsCliK8sTest, TheCliAppliesReadsAndDeletesKueueObjectsAndReadsPodLogs
   EXPECT_EQ(followed.exit_code, 0) << followed.err;
   EXPECT_THAT(followed.out, HasSubstr(line + "\n" + later + "\n"));
 
-  testing::CommandResult deleted = api.Tau({"admin", "delete", "LocalQueue", "main", "-n", N("kops-cli")});
+  testing::CommandResult deleted = api.Tau({"admin", "delete", "LocalQueue", "main", "-n", N("kq-cli")});
   EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
   EXPECT_EQ(deleted.out, "LocalQueue/main deleted\n");
-  testing::CommandResult missing = api.Tau({"admin", "delete", "LocalQueue", "main", "-n", N("kops-cli")});
+  testing::CommandResult missing = api.Tau({"admin", "delete", "LocalQueue", "main", "-n", N("kq-cli")});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("no LocalQueue named \"main\""));
 }

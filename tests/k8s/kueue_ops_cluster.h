@@ -131,13 +131,14 @@ inline void EnsureNamespace(const std::string& ns) {
   }
 }
 
-// Names unique to this process ("kops-cq" -> "kops4242-cq"), so that a run
+// Names unique to this process ("kq-cq" -> "kq4242-cq"), so that a run
 // against a cluster an earlier run used (TAU_K8S_ENV_DIR) starts afresh.
 inline std::string N(const std::string& name) {
-  static const std::string prefix = "kops" + std::to_string(::getpid()) + "-";
+  static const std::string prefix = "kq" + std::to_string(::getpid()) + "-";
   std::string out = name;
-  for (size_t at = out.find("kops-"); at != std::string::npos; at = out.find("kops-", at + prefix.size())) {
-    out.replace(at, 5, prefix);
+  const std::string marker = "kq-";
+  for (size_t at = out.find(marker); at != std::string::npos; at = out.find(marker, at + prefix.size())) {
+    out.replace(at, marker.size(), prefix);
   }
   return out;
 }

@@ -25,21 +25,21 @@ const char* kSetupTemplate = R"(apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata:
   name: main
-  namespace: kops-team
+  namespace: kq-team
 spec:
-  clusterQueue: kops-cq
+  clusterQueue: kq-cq
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata:
-  name: kops-cq
+  name: kq-cq
 spec:
   namespaceSelector: {}
   queueingStrategy: BestEffortFIFO
   resourceGroups:
   - coveredResources: [cpu, memory, nvidia.com/gpu]
     flavors:
-    - name: kops-h100
+    - name: kq-h100
       resources:
       - name: cpu
         nominalQuota: 96
@@ -51,7 +51,7 @@ spec:
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata:
-  name: kops-h100
+  name: kq-h100
 spec:
   nodeLabels:
     taugrid.io/gpu-class: h100
@@ -59,7 +59,7 @@ spec:
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: WorkloadPriorityClass
 metadata:
-  name: kops-high
+  name: kq-high
 value: 1000
 )";
 
@@ -78,21 +78,21 @@ std::vector<render::AppliedObject> Decoded(const std::string& text) {
 // the others build on.
 TEST(KueueOpsK8sTest, AppliesInOrderAndReadsBackWithKueuesStatus) {
   REQUIRE_CLUSTER();
-  EnsureNamespace(N("kops-team"));
+  EnsureNamespace(N("kq-team"));
   auto cluster = KueueClusterOf(Cluster::Get()->client());
   ApplyReport report = ApplyKueueObjects(*cluster, Decoded(SetupManifests()), false);
   ASSERT_TRUE(report.ok()) << report.FailureMessage();
-  EXPECT_THAT(report.Changes(), ElementsAre(N("ResourceFlavor/kops-h100 created"), N("WorkloadPriorityClass/kops-high created"),
-                                            N("ClusterQueue/kops-cq created"), N("LocalQueue/kops-team/main created")));
+  EXPECT_THAT(report.Changes(), ElementsAre(N("ResourceFlavor/kq-h100 created"), N("WorkloadPriorityClass/kq-high created"),
+                                            N("ClusterQueue/kq-cq created"), N("LocalQueue/kq-team/main created")));
 
   // A 16-GPU Job cannot fit the 8-GPU queue: Kueue counts it pending.
   json job = json::parse(N(R"({
     "apiVersion": "batch/v1", "kind": "Job",
-    "metadata": {"name": "kops-too-big", "namespace": "kops-team", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+    "metadata": {"name": "kq-too-big", "namespace": "kq-team", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
     "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never", "containers": [{
       "name": "main", "image": "busybox",
       "resources": {"requests": {"nvidia.com/gpu": "16"}, "limits": {"nvidia.com/gpu": "16"}}}]}}}})"));
-  auto created = Cluster::Get()->client().Create({"batch", "v1", "jobs", N("kops-team"), "", ""}, job);
+  auto created = Cluster::Get()->client().Create({"batch", "v1", "jobs", N("kq-team"), "", ""}, job);
   ASSERT_TRUE(created.ok()) << created.error().ToString();
 
   json queues;
@@ -103,32 +103,32 @@ TEST(KueueOpsK8sTest, AppliesInOrderAndReadsBackWithKueuesStatus) {
     }
     queues = *q;
     for (const json& cq : queues["cluster_queues"]) {
-      if (cq["name"] == N("kops-cq") && cq["pending"] == 1) {
+      if (cq["name"] == N("kq-cq") && cq["pending"] == 1) {
         return true;
       }
     }
     return false;
   })) << queues.dump(2);
   for (const json& cq : queues["cluster_queues"]) {
-    if (cq["name"] != N("kops-cq")) {
+    if (cq["name"] != N("kq-cq")) {
       continue;
     }
     EXPECT_EQ(cq["admitted"], 0);
     ASSERT_EQ(cq["resources"].size(), 3u);
-    EXPECT_EQ(cq["resources"][2], json({{"flavor", N("kops-h100")}, {"resource", "nvidia.com/gpu"}, {"nominal", "8"},
+    EXPECT_EQ(cq["resources"][2], json({{"flavor", N("kq-h100")}, {"resource", "nvidia.com/gpu"}, {"nominal", "8"},
                                        {"used", "0"}, {"borrowed", "0"}}));
   }
   bool lq_found = false;
   for (const json& lq : queues["local_queues"]) {
-    if (lq["workspace"] == N("kops-team") && lq["name"] == "main") {
+    if (lq["workspace"] == N("kq-team") && lq["name"] == "main") {
       lq_found = true;
-      EXPECT_EQ(lq["cluster_queue"], N("kops-cq"));
+      EXPECT_EQ(lq["cluster_queue"], N("kq-cq"));
       EXPECT_EQ(lq["pending"], 1);
     }
   }
   EXPECT_TRUE(lq_found) << queues.dump(2);
 
-  auto got = GetKueueObjects(*cluster, "ClusterQueue", N("kops-cq"));
+  auto got = GetKueueObjects(*cluster, "ClusterQueue", N("kq-cq"));
   ASSERT_TRUE(got.ok()) << got.error().ToString();
   ASSERT_EQ(got->size(), 1u);
   const json& cq = (*got)[0];
@@ -136,9 +136,9 @@ TEST(KueueOpsK8sTest, AppliesInOrderAndReadsBackWithKueuesStatus) {
   EXPECT_EQ(cq["kind"], "ClusterQueue");
   EXPECT_EQ(cq["status"]["pendingWorkloads"], 1);
   EXPECT_FALSE(cq["metadata"].contains("managedFields"));
-  EXPECT_EQ(cq["spec"]["resourceGroups"][0]["flavors"][0]["name"], N("kops-h100"));
+  EXPECT_EQ(cq["spec"]["resourceGroups"][0]["flavors"][0]["name"], N("kq-h100"));
 
-  ASSERT_TRUE(Cluster::Get()->client().Delete({"batch", "v1", "jobs", N("kops-team"), N("kops-too-big"), ""},
+  ASSERT_TRUE(Cluster::Get()->client().Delete({"batch", "v1", "jobs", N("kq-team"), N("kq-too-big"), ""},
                                               {"Background", std::nullopt}).ok());
 }
 
@@ -148,8 +148,8 @@ TEST(KueueOpsK8sTest, ApplyingAgainChangesNothing) {
   ApplyReport report = ApplyKueueObjects(*cluster, Decoded(SetupManifests()), false);
   ASSERT_TRUE(report.ok()) << report.FailureMessage();
   EXPECT_THAT(report.Changes(),
-              ElementsAre(N("ResourceFlavor/kops-h100 unchanged"), N("WorkloadPriorityClass/kops-high unchanged"),
-                          N("ClusterQueue/kops-cq unchanged"), N("LocalQueue/kops-team/main unchanged")));
+              ElementsAre(N("ResourceFlavor/kq-h100 unchanged"), N("WorkloadPriorityClass/kq-high unchanged"),
+                          N("ClusterQueue/kq-cq unchanged"), N("LocalQueue/kq-team/main unchanged")));
 }
 
 TEST(KueueOpsK8sTest, AFieldAnotherManagerOwnsIsAConflictNamingFieldAndManager) {
@@ -157,30 +157,30 @@ TEST(KueueOpsK8sTest, AFieldAnotherManagerOwnsIsAConflictNamingFieldAndManager) 
   // Someone else takes .spec.queueingStrategy over.
   json theirs = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
                  {"kind", "ClusterQueue"},
-                 {"metadata", {{"name", N("kops-cq")}}},
+                 {"metadata", {{"name", N("kq-cq")}}},
                  {"spec", {{"queueingStrategy", "StrictFIFO"}}}};
-  auto taken = Cluster::Get()->client().Apply({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", N("kops-cq"), ""}, theirs,
-                                              {N("kops-test-operator"), true});
+  auto taken = Cluster::Get()->client().Apply({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", N("kq-cq"), ""}, theirs,
+                                              {N("kq-test-operator"), true});
   ASSERT_TRUE(taken.ok()) << taken.error().ToString();
 
   auto cluster = KueueClusterOf(Cluster::Get()->client());
   ApplyReport report = ApplyKueueObjects(*cluster, Decoded(SetupManifests()), false);
   ASSERT_FALSE(report.ok());
-  EXPECT_EQ(report.objects[2].label, N("ClusterQueue/kops-cq"));
+  EXPECT_EQ(report.objects[2].label, N("ClusterQueue/kq-cq"));
   EXPECT_EQ(report.objects[2].state, ApplyState::kFailed);
   EXPECT_EQ(report.objects[2].error.code(), StatusCode::kAborted);
   EXPECT_EQ(report.objects[3].state, ApplyState::kNotApplied);
   EXPECT_THAT(report.FailureMessage(),
-              HasSubstr(N("ClusterQueue/kops-cq: not applied: field .spec.queueingStrategy managed by "
-                          "\"kops-test-operator\"; apply again with --force-conflicts to take them over\n")));
+              HasSubstr(N("ClusterQueue/kq-cq: not applied: field .spec.queueingStrategy managed by "
+                          "\"kq-test-operator\"; apply again with --force-conflicts to take them over\n")));
   EXPECT_THAT(report.FailureMessage(),
-              HasSubstr(N("applied: ResourceFlavor/kops-h100 unchanged, WorkloadPriorityClass/kops-high unchanged\n")));
-  EXPECT_THAT(report.FailureMessage(), HasSubstr(N("not applied: LocalQueue/kops-team/main\n")));
+              HasSubstr(N("applied: ResourceFlavor/kq-h100 unchanged, WorkloadPriorityClass/kq-high unchanged\n")));
+  EXPECT_THAT(report.FailureMessage(), HasSubstr(N("not applied: LocalQueue/kq-team/main\n")));
 
   ApplyReport forced = ApplyKueueObjects(*cluster, Decoded(SetupManifests()), true);
   ASSERT_TRUE(forced.ok()) << forced.FailureMessage();
-  EXPECT_THAT(forced.Changes(), ::testing::Contains(N("ClusterQueue/kops-cq configured")));
-  auto got = GetKueueObjects(*cluster, "ClusterQueue", N("kops-cq"));
+  EXPECT_THAT(forced.Changes(), ::testing::Contains(N("ClusterQueue/kq-cq configured")));
+  auto got = GetKueueObjects(*cluster, "ClusterQueue", N("kq-cq"));
   ASSERT_TRUE(got.ok());
   EXPECT_EQ((*got)[0]["spec"]["queueingStrategy"], "BestEffortFIFO");
 }
@@ -188,15 +188,15 @@ TEST(KueueOpsK8sTest, AFieldAnotherManagerOwnsIsAConflictNamingFieldAndManager) 
 TEST(KueueOpsK8sTest, AMissingNamespaceAppliesNothing) {
   REQUIRE_CLUSTER();
   std::string text = SetupManifests();
-  const std::string team = N("namespace: kops-team"), flavor_name = N("name: kops-h100\nspec");
-  text.replace(text.find(team), team.size(), N("namespace: kops-nowhere"));
-  text.replace(text.find(flavor_name), flavor_name.size(), N("name: kops-a100\nspec"));
+  const std::string team = N("namespace: kq-team"), flavor_name = N("name: kq-h100\nspec");
+  text.replace(text.find(team), team.size(), N("namespace: kq-nowhere"));
+  text.replace(text.find(flavor_name), flavor_name.size(), N("name: kq-a100\nspec"));
   auto cluster = KueueClusterOf(Cluster::Get()->client());
   ApplyReport report = ApplyKueueObjects(*cluster, Decoded(text), false);
   ASSERT_FALSE(report.ok());
-  EXPECT_THAT(report.FailureMessage(), HasSubstr(N("namespace \"kops-nowhere\" does not exist on the cluster")));
+  EXPECT_THAT(report.FailureMessage(), HasSubstr(N("namespace \"kq-nowhere\" does not exist on the cluster")));
   EXPECT_THAT(report.FailureMessage(), HasSubstr("applied: nothing\n"));
-  auto flavor = GetKueueObjects(*cluster, "ResourceFlavor", N("kops-a100"));
+  auto flavor = GetKueueObjects(*cluster, "ResourceFlavor", N("kq-a100"));
   ASSERT_TRUE(flavor.ok());
   EXPECT_TRUE(flavor->empty());
 }
@@ -204,31 +204,31 @@ TEST(KueueOpsK8sTest, AMissingNamespaceAppliesNothing) {
 TEST(KueueOpsK8sTest, DeleteRemovesTheObjectOnce) {
   REQUIRE_CLUSTER();
   auto cluster = KueueClusterOf(Cluster::Get()->client());
-  auto deleted = DeleteKueueObject(*cluster, "LocalQueue", N("kops-team"), "main");
+  auto deleted = DeleteKueueObject(*cluster, "LocalQueue", N("kq-team"), "main");
   ASSERT_TRUE(deleted.ok()) << deleted.error().ToString();
   EXPECT_EQ(*deleted, "LocalQueue/main deleted");
   ASSERT_TRUE(WaitFor([&] {
     auto lq = GetKueueObjects(*cluster, "LocalQueue", "main");
     return lq.ok() && std::none_of(lq->begin(), lq->end(), [](const json& o) {
-             return o["metadata"]["namespace"] == N("kops-team");
+             return o["metadata"]["namespace"] == N("kq-team");
            });
   }));
-  auto again = DeleteKueueObject(*cluster, "LocalQueue", N("kops-team"), "main");
+  auto again = DeleteKueueObject(*cluster, "LocalQueue", N("kq-team"), "main");
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().code(), StatusCode::kNotFound);
 }
 
 TEST(KueueOpsK8sTest, APodLogStreamsWithFollowAndResumesWithoutDuplicates) {
   REQUIRE_CLUSTER();
-  EnsureNamespace(N("kops-team"));
+  EnsureNamespace(N("kq-team"));
   kube::KubeClient& client = Cluster::Get()->client();
   json pod = json::parse(N(R"({"apiVersion": "v1", "kind": "Pod",
-    "metadata": {"name": "kops-log-pod", "namespace": "kops-team"},
+    "metadata": {"name": "kq-log-pod", "namespace": "kq-team"},
     "spec": {"containers": [{"name": "main", "image": "busybox"}]}})"));
-  auto created = client.Create({"", "v1", "pods", N("kops-team"), "", ""}, pod);
+  auto created = client.Create({"", "v1", "pods", N("kq-team"), "", ""}, pod);
   ASSERT_TRUE(created.ok()) << created.error().ToString();
   ASSERT_TRUE(WaitFor([&] {
-    auto p = client.Get({"", "v1", "pods", N("kops-team"), N("kops-log-pod"), ""});
+    auto p = client.Get({"", "v1", "pods", N("kq-team"), N("kq-log-pod"), ""});
     return p.ok() && (*p)["status"].value("phase", "") == "Running";
   }));
   // Lines from an hour ahead: no earlier line of the shared file is at or
@@ -252,7 +252,7 @@ TEST(KueueOpsK8sTest, APodLogStreamsWithFollowAndResumesWithoutDuplicates) {
   // Each request ends after 1.5 s: the stream resumes again and again.
   options.max_request_time = milliseconds(1500);
   options.from = {Stamp(-1, 0), 1};  // start within this test's lines
-  PodLogStreamer streamer(recorded, [] { return Result<PodRef>(PodRef{N("kops-team"), N("kops-log-pod")}); }, options);
+  PodLogStreamer streamer(recorded, [] { return Result<PodRef>(PodRef{N("kq-team"), N("kq-log-pod")}); }, options);
   std::string got;
   Result<LogEnd> end = LogEnd::kEnded;
   std::thread runner([&] {
@@ -281,32 +281,32 @@ TEST(KueueOpsK8sTest, APodLogStreamsWithFollowAndResumesWithoutDuplicates) {
   EXPECT_EQ(got, expected);
   std::lock_guard lock(mu);
   ASSERT_GE(targets.size(), 3u);
-  EXPECT_THAT(targets[0], HasSubstr(N("/api/v1/namespaces/kops-team/pods/kops-log-pod/log?container=main&timestamps=true"
+  EXPECT_THAT(targets[0], HasSubstr(N("/api/v1/namespaces/kq-team/pods/kq-log-pod/log?container=main&timestamps=true"
                                       "&follow=true&sinceTime=")));
   EXPECT_THAT(targets.back(), HasSubstr("&sinceTime=" + kube::UrlEscape(Stamp(2, 0).substr(0, 19) + "Z")));
 }
 
 TEST(KueueOpsK8sTest, FindsThePodOfACompletionIndex) {
   REQUIRE_CLUSTER();
-  EnsureNamespace(N("kops-team"));
+  EnsureNamespace(N("kq-team"));
   kube::KubeClient& client = Cluster::Get()->client();
   json job = json::parse(N(R"({"apiVersion": "batch/v1", "kind": "Job",
-    "metadata": {"name": "kops-indexed", "namespace": "kops-team"},
+    "metadata": {"name": "kq-indexed", "namespace": "kq-team"},
     "spec": {"completionMode": "Indexed", "completions": 2, "parallelism": 2,
       "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}})"));
-  auto created = client.Create({"batch", "v1", "jobs", N("kops-team"), "", ""}, job);
+  auto created = client.Create({"batch", "v1", "jobs", N("kq-team"), "", ""}, job);
   ASSERT_TRUE(created.ok()) << created.error().ToString();
   Result<PodRef> pod = NotFoundError("not yet");
   ASSERT_TRUE(WaitFor([&] {
-    pod = FindIndexedJobPod(client, N("kops-team"), N("kops-indexed"), 1);
+    pod = FindIndexedJobPod(client, N("kq-team"), N("kq-indexed"), 1);
     return pod.ok();
   })) << pod.error().ToString();
-  EXPECT_EQ(pod->namespace_, N("kops-team"));
-  EXPECT_THAT(pod->name, ::testing::StartsWith(N("kops-indexed-1-")));
-  auto none = FindIndexedJobPod(client, N("kops-team"), N("kops-indexed"), 5);
+  EXPECT_EQ(pod->namespace_, N("kq-team"));
+  EXPECT_THAT(pod->name, ::testing::StartsWith(N("kq-indexed-1-")));
+  auto none = FindIndexedJobPod(client, N("kq-team"), N("kq-indexed"), 5);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error().code(), StatusCode::kNotFound);
-  EXPECT_THAT(none.error().message(), HasSubstr(N("no pod of completion index 5 of Job kops-team/kops-indexed")));
+  EXPECT_THAT(none.error().message(), HasSubstr(N("no pod of completion index 5 of Job kq-team/kq-indexed")));
 }
 
 }  // namespace
