@@ -410,6 +410,11 @@ TEST_F(ApiTest, AdminApplyTakesSeveralFilesInOneRequestAndChangesNothingWhenOneI
   EXPECT_THAT(refused.body.value("message", ""), HasSubstr("b.yaml:7:3: error: unknown field \"colour\""));
   Reply objects = Call("GET", "/api/v1/admin/objects?kind=ResourceFlavor&name=other");
   EXPECT_TRUE(objects.body["objects"].empty()) << objects.body.dump();
+  // A "file" that is not a string names nothing: errors say "manifests".
+  nlohmann::json unnamed = {{"manifests", queue + "  colour: blue\n"}, {"file", 7}};
+  Reply anonymous = Call("POST", "/api/v1/admin/apply", "", unnamed.dump());
+  EXPECT_JSON_ERROR(anonymous, 400, "InvalidArgument");
+  EXPECT_THAT(anonymous.body.value("message", ""), HasSubstr("manifests:7:3: error: unknown field \"colour\""));
 }
 
 TEST_F(ApiTest, ARequestWithoutContentLengthOrChunksHasNoBody) {
