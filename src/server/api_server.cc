@@ -21,6 +21,7 @@
 #include <regex>
 #include <set>
 
+#include "cli/version.h"
 #include "common/names.h"
 #include "common/duration.h"
 #include "common/log.h"
@@ -50,7 +51,8 @@ constexpr size_t kMaxApplyBody = size_t{5} << 20;
 constexpr size_t kMaxPathBytes = 2048;
 // Threads kept for requests beyond the streams' limit.
 constexpr int kThreadsBesideStreams = 64;
-constexpr char kVersion[] = "0.1.0";
+// The build's version (project() in the top CMakeLists.txt).
+using cli::kVersion;
 // The metrics label of every request no route handled.
 constexpr char kOtherRoute[] = "other";
 

@@ -1,6 +1,7 @@
 // taugridd: the embedded control plane (docs/server.md).
 //
 //   taugridd [--home DIR] [--port N] [--log-format logfmt|json] [--log-level L]
+//   taugridd --version
 //
 // Holds TAU_HOME/taugridd.lock while it runs (one daemon per TAU_HOME),
 // writes TAU_HOME/server.json and TAU_HOME/token, and stops on SIGTERM or
@@ -25,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/version.h"
 #include "common/clock.h"
 #include "common/duration.h"
 #include "common/log.h"
@@ -50,7 +52,10 @@ namespace tau::server {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr char kVersion[] = "0.1.0";
+// The build's version: project() in the top CMakeLists.txt, which also tags
+// the container image (scripts/build-image).
+using cli::kGitCommit;
+using cli::kVersion;
 
 struct Flags {
   fs::path home = TauHome::DefaultRoot();
@@ -96,7 +101,8 @@ bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
                        "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n"
                        "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n"
                        "                [--progress-stall-after DURATION] [--ray PROGRAM] [--history-keep N|all]\n"
-                       "                [--max-streams N]\n",
+                       "                [--max-streams N]\n"
+                       "       taugridd --version\n",
                why.c_str());
   std::exit(2);
 }
@@ -172,6 +178,9 @@ Flags ParseFlags(int argc, char** argv) {
       f.allow_foreign_gpu_processes = true;
     } else if (a == "--help" || a == "-h") {
       Usage("the embedded TauGrid control plane");
+    } else if (a == "--version") {
+      std::printf("taugridd %s (%s)\n", kVersion, kGitCommit);
+      std::exit(0);
     } else {
       Usage("unknown option " + a);
     }
