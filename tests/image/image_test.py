@@ -5,8 +5,9 @@
 
 Builds the OCI layout from BUILD_DIR twice and checks that both builds give
 the same digest, that the layout is what an OCI consumer verifies (every
-blob's digest and size, the config's diff_ids), that a bad build folder is
-refused with nothing written; then unpacks the layers into a root folder
+blob's digest and size, the config's diff_ids), that a bad build folder (a
+program missing, a library the loader does not find, binaries of another
+version) is refused with nothing written; then unpacks the layers into a root folder
 and runs `taugridd --version`, `tau validate` and tau-shim from it with
 chroot as the image's user, so a library missing from the image fails the
 test (checked too: a library removed from the root makes the programs fail);
@@ -146,6 +147,49 @@ def serve_in_root(root, version, log_path):
     return None
 
 
+def check_bad_builds_refused(source, artifacts, version):
+    """A program whose library the loader does not find, and a build whose
+    tau reports another version than the source tree: refused, naming the
+    problem, nothing written. Needs a C compiler to make such a program."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        print("note: no C compiler: the unresolved-library refusal is not checked", file=sys.stderr)
+        return
+    work = os.path.join(artifacts, "unresolved")
+    bin_dir = os.path.join(work, "build", "bin")
+    os.makedirs(bin_dir)
+    with open(os.path.join(work, "gone.c"), "w") as f:
+        f.write("int gone(void) { return 0; }\n")
+    with open(os.path.join(work, "main.c"), "w") as f:
+        f.write("int gone(void);\nint main(void) { return gone(); }\n")
+    lib = os.path.join(work, "libtaugone.so")
+    r = subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libtaugone.so", "-o", lib, os.path.join(work, "gone.c")],
+                       capture_output=True, text=True)
+    r2 = subprocess.run([cc, "-o", os.path.join(bin_dir, "taugridd"), os.path.join(work, "main.c"), lib],
+                        capture_output=True, text=True)
+    if not check(r.returncode == 0 and r2.returncode == 0, f"compiling the test program: {r.stderr}{r2.stderr}"):
+        return
+    os.remove(lib)
+    for name, text in (("tau", f"#!/bin/sh\necho 'tau {version} (test)'\n"), ("tau-shim", "#!/bin/sh\n")):
+        with open(os.path.join(bin_dir, name), "w") as f:
+            f.write(text)
+        os.chmod(os.path.join(bin_dir, name), 0o755)
+    out = os.path.join(work, "layout")
+    r = build_image(source, os.path.join(work, "build"), out)
+    check(r.returncode == 1 and "taugridd: needs libtaugone.so, which the dynamic loader does not find" in r.stderr,
+          f"a program with a library the loader does not find is refused naming both: exit {r.returncode}, "
+          f"{r.stderr.strip()!r}")
+    check(not os.path.exists(out), "the refused build writes no layout")
+
+    # A build folder older than the source tree: its tau reports another version.
+    with open(os.path.join(bin_dir, "tau"), "w") as f:
+        f.write("#!/bin/sh\necho 'tau 0.0.0-stale (test)'\n")
+    r = build_image(source, os.path.join(work, "build"), out)
+    check(r.returncode == 1 and f"tau is version 0.0.0-stale, the source tree says {version}" in r.stderr,
+          f"a stale build folder is refused naming both versions: exit {r.returncode}, {r.stderr.strip()!r}")
+    check(not os.path.exists(out), "the refused stale build writes no layout")
+
+
 def main(source, build, artifacts):
     version = project_version(source)
     shutil.rmtree(artifacts, ignore_errors=True)
@@ -161,6 +205,8 @@ def main(source, build, artifacts):
           f"the refusal names the missing program: {r.stderr.strip()!r}")
     check(not os.path.exists(refused_out), "a refused build writes no layout")
     check([n for n in os.listdir(artifacts) if n.startswith(".build-image-")] == [], "no staging folder left")
+
+    check_bad_builds_refused(source, artifacts, version)
 
     # Two builds: the same digest, byte for byte the same index.
     layouts = [os.path.join(artifacts, "layout-a"), os.path.join(artifacts, "layout-b")]
