@@ -275,7 +275,7 @@ int Main(int argc, char** argv) {
                        : std::string(action) == "drain" ? "Take a GPU out of service: running work finishes, nothing new starts"
                                                         : "Put a drained GPU back into service";
     auto* cmd = admin_gpu_cmd->add_subcommand(action, help);
-    cmd->add_option("UUID", gpu_uuid, "The GPU's UUID (tau nodes lists them)")->required();
+    cmd->add_option("GPU", gpu_uuid, "The GPU: its index, its UUID or the start of it (tau nodes lists them)")->required();
     cmd->callback([&exit_code, &gpu_uuid, action] { exit_code = RunAdminGpu(action, gpu_uuid); });
   }
 

@@ -60,6 +60,10 @@ struct Flags {
   int64_t max_interruptions = 10;
   Duration checkpoint_scan_interval = std::chrono::seconds(30);
   Duration gpu_poll_interval = std::chrono::seconds(15);
+  // Temperature lines for GPUs whose NVML reports no slowdown/shutdown
+  // thresholds of their own.
+  int64_t gpu_temp_warn_c = gpu::HealthThresholds{}.temperature_warn_c;
+  int64_t gpu_temp_fatal_c = gpu::HealthThresholds{}.temperature_fatal_c;
   std::string xid_classes;  // "" : TAU_HOME/xid-classes.yaml when it exists
   bool allow_foreign_gpu_processes = false;
   Duration progress_stall_after = std::chrono::minutes(10);
@@ -96,7 +100,7 @@ bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
                        "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n"
                        "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n"
                        "                [--progress-stall-after DURATION] [--ray PROGRAM] [--history-keep N|all]\n"
-                       "                [--max-streams N]\n",
+                       "                [--max-streams N] [--gpu-temp-warn CELSIUS] [--gpu-temp-fatal CELSIUS]\n",
                why.c_str());
   std::exit(2);
 }
@@ -156,6 +160,12 @@ Flags ParseFlags(int argc, char** argv) {
       auto d = ParseDuration(value());
       if (!d.ok() || d->count() < 100) Usage("--gpu-poll-interval is a duration of at least 100ms (e.g. 15s)");
       f.gpu_poll_interval = *d;
+    } else if (a == "--gpu-temp-warn" || a == "--gpu-temp-fatal") {
+      std::string v = value();
+      char* end = nullptr;
+      long long c = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || c < 1 || c > 200) Usage(a + " is a temperature in °C from 1 to 200");
+      (a == "--gpu-temp-warn" ? f.gpu_temp_warn_c : f.gpu_temp_fatal_c) = c;
     } else if (a == "--progress-stall-after") {
       auto d = ParseDuration(value());
       if (!d.ok()) Usage("--progress-stall-after is a duration (e.g. 10m; 0s: never)");
@@ -175,6 +185,10 @@ Flags ParseFlags(int argc, char** argv) {
     } else {
       Usage("unknown option " + a);
     }
+  }
+  if (f.gpu_temp_fatal_c <= f.gpu_temp_warn_c) {
+    Usage(fmt::format("--gpu-temp-fatal ({} °C) must be above --gpu-temp-warn ({} °C)", f.gpu_temp_fatal_c,
+                      f.gpu_temp_warn_c));
   }
   return f;
 }
@@ -354,6 +368,8 @@ int Main(int argc, char** argv) {
   options.gpu_health_monitored = nvml != nullptr;
   options.xid_catalog = xid_catalog;
   options.health_thresholds = gpu::ThresholdsForPollInterval(flags.gpu_poll_interval.count());
+  options.health_thresholds.temperature_warn_c = flags.gpu_temp_warn_c;
+  options.health_thresholds.temperature_fatal_c = flags.gpu_temp_fatal_c;
   options.allow_foreign_gpu_processes = flags.allow_foreign_gpu_processes;
   {
     // What every job's evidence records about this machine.
@@ -455,7 +471,10 @@ int Main(int argc, char** argv) {
             [&loop, &jobs](int index, gpu::GpuSample sample) {
               loop.Post([&jobs, index, sample = std::move(sample)]() mutable { jobs.OnGpuSample(index, std::move(sample)); });
             },
-            [&loop, &jobs](gpu::XidEvent event) { loop.Post([&jobs, event] { jobs.OnGpuXid(event); }); }});
+            [&loop, &jobs](gpu::XidEvent event) { loop.Post([&jobs, event] { jobs.OnGpuXid(event); }); },
+            [&loop, &jobs](int index, std::optional<std::string> why) {
+              loop.Post([&jobs, index, why = std::move(why)]() mutable { jobs.OnGpuXidUnreadable(index, std::move(why)); });
+            }});
     monitor->Start();
   }
   // Checkpoints of running jobs are indexed (and pruned) periodically.
