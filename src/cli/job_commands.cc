@@ -477,9 +477,14 @@ int RunPrune(const std::string& older_than, int64_t keep) {
   return kExitOk;
 }
 
-int RunServerStart(bool foreground) {
+int RunServerStart(bool foreground, const std::string& listen) {
   TauHome home(TauHome::DefaultRoot());
   if (auto info = ReadServerJson(home); info && ServerAnswers(info->url)) {
+    if (!listen.empty() && info->listen != listen) {
+      return Fail(FailedPreconditionError(fmt::format(
+          "taugridd is already running (pid {}) listening on {}; stop it first (tau server stop) to listen on {}",
+          info->pid, info->listen.empty() ? info->url : info->listen, listen)));
+    }
     std::printf("taugridd is already running (pid %lld) at %s\n", static_cast<long long>(info->pid), info->url.c_str());
     return kExitOk;
   }
@@ -494,10 +499,14 @@ int RunServerStart(bool foreground) {
   if (foreground) {
     std::string daemon = TaugriddPath();
     std::string home_arg = home.root().string();
-    ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), nullptr);
+    if (listen.empty()) {
+      ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), nullptr);
+    } else {
+      ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), "--listen", listen.c_str(), nullptr);
+    }
     return Fail(ErrnoError(errno, "start " + daemon));
   }
-  auto pid = StartBackgroundServer(home);
+  auto pid = StartBackgroundServer(home, listen);
   if (!pid.ok()) return Fail(pid.error());
   auto info = ReadServerJson(home);
   std::printf("started taugridd (pid %lld) at %s; log: %s\n", static_cast<long long>(*pid),

@@ -1,9 +1,10 @@
 // taugridd: the embedded control plane (docs/server.md).
 //
-//   taugridd [--home DIR] [--port N] [--log-format logfmt|json] [--log-level L]
+//   taugridd [--home DIR] [--listen ADDR:PORT | --port N] [--log-format logfmt|json] [--log-level L]
 //
 // Holds TAU_HOME/taugridd.lock while it runs (one daemon per TAU_HOME),
-// writes TAU_HOME/server.json and TAU_HOME/token, and stops on SIGTERM or
+// writes TAU_HOME/server.json, TAU_HOME/token and TAU_HOME/metrics-token
+// (GET /metrics only), and stops on SIGTERM or
 // SIGINT, leaving running jobs running.
 
 #include <fcntl.h>
@@ -54,7 +55,9 @@ constexpr char kVersion[] = "0.1.0";
 
 struct Flags {
   fs::path home = TauHome::DefaultRoot();
-  int port = 0;
+  // --listen ADDR:PORT (or --port N, for 127.0.0.1:N); "" : the address of
+  // the last run, else 127.0.0.1 on a free port.
+  std::string listen;
   log::Format log_format = log::Format::kLogfmt;
   log::Level log_level = log::Level::kInfo;
   int64_t max_interruptions = 10;
@@ -71,6 +74,30 @@ struct Flags {
   std::optional<int64_t> history_keep = 10000;  // history.keep; nullopt: all
   int max_streams = 0;  // followed streams at once; 0: from the thread and file limits
 };
+
+// "ADDR:PORT" ("[V6ADDR]:PORT" for IPv6) into its parts; PORT 0 to 65535.
+bool ParseListen(const std::string& v, std::string* host, int* port) {
+  const size_t colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= v.size()) return false;
+  std::string h = v.substr(0, colon);
+  if (h.front() == '[') {
+    if (h.size() < 3 || h.back() != ']') return false;
+    h = h.substr(1, h.size() - 2);
+  } else if (h.find(':') != std::string::npos) {
+    return false;  // an IPv6 address needs its brackets
+  }
+  const std::string p = v.substr(colon + 1);
+  char* end = nullptr;
+  long n = std::strtol(p.c_str(), &end, 10);
+  if (*end != '\0' || n < 0 || n > 65535 || p.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (host) *host = h;
+  if (port) *port = static_cast<int>(n);
+  return true;
+}
+
+// The settings row that keeps the address taugridd listened on, so the
+// next run without --listen takes the same one.
+constexpr char kListenSetting[] = "server.listen";
 
 // A count of followed streams from 1.
 bool ParseMaxStreams(const std::string& v, int* out) {
@@ -95,7 +122,7 @@ bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
 }
 
 [[noreturn]] void Usage(const std::string& why) {
-  std::fprintf(stderr, "taugridd: %s\nusage: taugridd [--home DIR] [--port N] [--log-format logfmt|json] "
+  std::fprintf(stderr, "taugridd: %s\nusage: taugridd [--home DIR] [--listen ADDR:PORT | --port N] [--log-format logfmt|json] "
                        "[--log-level debug|info|warn|error]\n"
                        "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n"
                        "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n"
@@ -138,7 +165,18 @@ Flags ParseFlags(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--home") f.home = value();
-    else if (a == "--port") f.port = std::atoi(value().c_str());
+    else if (a == "--port") {
+      std::string v = value();
+      if (!ParseListen("127.0.0.1:" + v, nullptr, nullptr)) Usage("--port is a port number from 0 to 65535");
+      f.listen = "127.0.0.1:" + v;
+    } else if (a == "--listen") {
+      std::string v = value();
+      if (!ParseListen(v, nullptr, nullptr)) {
+        Usage("--listen is ADDR:PORT, e.g. 127.0.0.1:38123 (this machine only) or 0.0.0.0:38123 (every interface); "
+              "PORT 0 takes a free port");
+      }
+      f.listen = v;
+    }
     else if (a == "--log-format") {
       std::string v = value();
       if (v == "json") f.log_format = log::Format::kJson;
@@ -354,6 +392,26 @@ int Main(int argc, char** argv) {
     log::Error("server", "cannot write the token", {{"error", token.status().ToString()}});
     return 1;
   }
+  auto metrics_token = LoadOrCreateToken(home.root() / "metrics-token");
+  if (!metrics_token.ok()) {
+    log::Error("server", "cannot write the metrics token", {{"error", metrics_token.status().ToString()}});
+    return 1;
+  }
+  // Where to listen: --listen, else where the last run listened (a stable
+  // address for scrape configs and port forwards), else a free port of
+  // 127.0.0.1.
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 0;
+  const bool listen_given = !flags.listen.empty();
+  if (listen_given) {
+    ParseListen(flags.listen, &listen_host, &listen_port);
+  } else if (auto stored = (*store)->Setting(kListenSetting); stored.ok() && !stored->empty()) {
+    if (!ParseListen(*stored, &listen_host, &listen_port)) {
+      log::Warn("server", "the stored listen address is not ADDR:PORT; taking a free port", {{"stored", *stored}});
+      listen_host = "127.0.0.1";
+      listen_port = 0;
+    }
+  }
 
   JobManagerOptions options;
   options.capacity = capacity;
@@ -491,24 +549,45 @@ int Main(int argc, char** argv) {
   loop.PostAfter(std::chrono::seconds(2), follow_progress);
 
   ApiServerOptions api_options;
-  api_options.port = flags.port;
+  api_options.bind_address = listen_host;
+  api_options.port = listen_port;
   api_options.token = *token;
+  api_options.metrics_token = *metrics_token;
   api_options.capacity = capacity;
   api_options.metrics = &registry;
   api_options.max_streams = flags.max_streams;
-  ApiServer api(home, &loop, &jobs, &publisher, api_options);
-  auto port = api.Bind();
+  auto api = std::make_unique<ApiServer>(home, &loop, &jobs, &publisher, api_options);
+  auto port = api->Bind();
+  if (!port.ok() && !listen_given && listen_port != 0) {
+    // The last run's port is taken now: another one, said in the log.
+    log::Warn("server", "the port of the last run is taken; listening on a free one",
+              {{"listen", fmt::format("{}:{}", listen_host, listen_port)}, {"error", port.status().ToString()}});
+    api_options.port = 0;
+    api = std::make_unique<ApiServer>(home, &loop, &jobs, &publisher, api_options);
+    port = api->Bind();
+  }
   if (!port.ok()) {
     log::Error("server", "cannot listen", {{"error", port.status().ToString()}});
     return 1;
   }
-  std::thread http([&] { api.Serve(); });
-  std::string url = fmt::format("http://127.0.0.1:{}", *port);
-  nlohmann::json info = {{"pid", ::getpid()}, {"port", *port}, {"url", url}, {"version", kVersion}};
+  const bool v6 = listen_host.find(':') != std::string::npos;
+  const std::string listen = v6 ? fmt::format("[{}]:{}", listen_host, *port) : fmt::format("{}:{}", listen_host, *port);
+  if (Status st = (*store)->SetSetting(kListenSetting, listen); !st.ok()) {
+    log::Warn("server", "cannot store the listen address; the next run may take another port",
+              {{"error", st.ToString()}});
+  }
+  std::thread http([&] { api->Serve(); });
+  // Clients on this machine reach an any-address listener on loopback.
+  const std::string client_host = listen_host == "0.0.0.0" ? "127.0.0.1"
+                                  : listen_host == "::"    ? "[::1]"
+                                  : v6                     ? "[" + listen_host + "]"
+                                                           : listen_host;
+  std::string url = fmt::format("http://{}:{}", client_host, *port);
+  nlohmann::json info = {{"pid", ::getpid()}, {"port", *port}, {"url", url}, {"listen", listen}, {"version", kVersion}};
   if (Status st = WriteServerJson(home.server_json(), info.dump() + "\n"); !st.ok()) {
     if (st.code() != StatusCode::kResourceExhausted) {
       log::Error("server", "cannot write server.json", {{"error", st.ToString()}});
-      api.Stop();
+      api->Stop();
       http.join();
       return 1;
     }
@@ -528,7 +607,7 @@ int Main(int argc, char** argv) {
   // rewrite it in place even on a full disk (clients read no "url" as no
   // daemon).
   if (!RewriteFileInPlace(home.server_json(), "{\"stopped\": true}\n").ok()) fs::remove(home.server_json(), ec);
-  api.Stop();
+  api->Stop();
   http.join();
   if (monitor) monitor->Stop();
   files.Stop();
