@@ -479,6 +479,19 @@ int RunPrune(const std::string& older_than, int64_t keep) {
 
 int RunServerStart(bool foreground, const std::string& listen) {
   TauHome home(TauHome::DefaultRoot());
+  if (!listen.empty()) {
+    // ADDR:PORT; taugridd checks the rest, this catches a bare port early.
+    const size_t colon = listen.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
+    if (colon == std::string::npos || colon == 0 || port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos || std::stol(port) > 65535) {
+      std::fprintf(stderr,
+                   "tau: --listen %s: expected ADDR:PORT, e.g. 127.0.0.1:38123 (this machine only) or 0.0.0.0:38123 "
+                   "(every interface)\n",
+                   listen.c_str());
+      return kExitUsage;
+    }
+  }
   if (auto info = ReadServerJson(home); info && ServerAnswers(info->url)) {
     if (!listen.empty() && info->listen != listen) {
       return Fail(FailedPreconditionError(fmt::format(

@@ -25,7 +25,9 @@ class ScriptedSource final : public GpuSource {
   Result<XidRegistration> RegisterXidEvents() override {
     std::lock_guard lock(mu_);
     ++registrations_;
-    if (registers_.empty()) return XidRegistration{{0, 1}, {}};
+    if (registers_.empty()) {
+      return XidRegistration{{0, 1}, {}};
+    }
     auto r = registers_.front();
     registers_.pop_front();
     return r;

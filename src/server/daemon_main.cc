@@ -403,11 +403,12 @@ int Main(int argc, char** argv) {
   std::string listen_host = "127.0.0.1";
   int listen_port = 0;
   const bool listen_given = !flags.listen.empty();
+  auto stored_listen = (*store)->Setting(kListenSetting);
   if (listen_given) {
     ParseListen(flags.listen, &listen_host, &listen_port);
-  } else if (auto stored = (*store)->Setting(kListenSetting); stored.ok() && !stored->empty()) {
-    if (!ParseListen(*stored, &listen_host, &listen_port)) {
-      log::Warn("server", "the stored listen address is not ADDR:PORT; taking a free port", {{"stored", *stored}});
+  } else if (stored_listen.ok() && !stored_listen->empty()) {
+    if (!ParseListen(*stored_listen, &listen_host, &listen_port)) {
+      log::Warn("server", "the stored listen address is not ADDR:PORT; taking a free port", {{"stored", *stored_listen}});
       listen_host = "127.0.0.1";
       listen_port = 0;
     }
@@ -572,7 +573,10 @@ int Main(int argc, char** argv) {
   }
   const bool v6 = listen_host.find(':') != std::string::npos;
   const std::string listen = v6 ? fmt::format("[{}]:{}", listen_host, *port) : fmt::format("{}:{}", listen_host, *port);
-  if (Status st = (*store)->SetSetting(kListenSetting, listen); !st.ok()) {
+  // Written only when it changed: a restart on a full disk writes nothing.
+  Status st_listen = stored_listen.ok() && *stored_listen == listen ? Status::Ok()
+                                                                     : (*store)->SetSetting(kListenSetting, listen);
+  if (Status st = st_listen; !st.ok()) {
     log::Warn("server", "cannot store the listen address; the next run may take another port",
               {{"error", st.ToString()}});
   }

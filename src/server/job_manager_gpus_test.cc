@@ -36,7 +36,9 @@ class JobManagerGpuTest : public JobManagerTest {
   static nlohmann::json Gpus(JobManager& jobs) { return nlohmann::json::parse(jobs.GpusJson()); }
   static std::string Env(const std::vector<std::string>& env, const std::string& name) {
     for (const std::string& e : env) {
-      if (e.rfind(name + "=", 0) == 0) return e.substr(name.size() + 1);
+      if (e.rfind(name + "=", 0) == 0) {
+        return e.substr(name.size() + 1);
+      }
     }
     return "";
   }

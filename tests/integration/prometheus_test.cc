@@ -74,7 +74,9 @@ TEST_F(PrometheusTest, TheListenAddressIsKeptAcrossRestartsAndListenChangesIt) {
   ASSERT_EQ(Tau({"server", "start"}).exit_code, 0);
   EXPECT_EQ(ServerJson().value("listen", ""), listen) << "--listen is kept for later starts";
   EXPECT_EQ(Tau({"list"}).exit_code, 0) << "tau finds it there";
-  EXPECT_EQ(Tau({"server", "start", "--listen", "38123"}).exit_code, 1) << "ADDR:PORT, not a bare port";
+  CommandResult bare = Tau({"server", "start", "--listen", "38123"});
+  EXPECT_EQ(bare.exit_code, 2) << "ADDR:PORT, not a bare port";
+  EXPECT_THAT(bare.err, HasSubstr("--listen 38123: expected ADDR:PORT"));
 }
 
 TEST_F(PrometheusTest, TheMetricsTokenOpensMetricsAndNothingElse) {
