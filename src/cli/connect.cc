@@ -25,7 +25,7 @@ std::optional<LocalServerInfo> ReadServerJson(const TauHome& home) {
   buf << in.rdbuf();
   nlohmann::json j = nlohmann::json::parse(buf.str(), nullptr, false);
   if (!j.is_object() || !j.contains("url")) return std::nullopt;
-  return LocalServerInfo{j.value("pid", int64_t{0}), j.value("url", "")};
+  return LocalServerInfo{j.value("pid", int64_t{0}), j.value("url", ""), j.value("listen", "")};
 }
 
 std::string TaugriddPath() {
@@ -90,7 +90,7 @@ Result<ServerEndpoint> WaitForBusyServer(const TauHome& home) {
   }
 }
 
-Result<int64_t> StartBackgroundServer(const TauHome& home) {
+Result<int64_t> StartBackgroundServer(const TauHome& home, const std::string& listen) {
   std::error_code ec;
   fs::create_directories(home.root(), ec);
   if (ec) return ErrnoError(ec.value(), fmt::format("create {}", home.root().string()));
@@ -114,7 +114,11 @@ Result<int64_t> StartBackgroundServer(const TauHome& home) {
       ::dup2(log_fd, 2);
     }
     ::syscall(SYS_close_range, 3U, ~0U, 0U);
-    ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), nullptr);
+    if (listen.empty()) {
+      ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), nullptr);
+    } else {
+      ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), "--listen", listen.c_str(), nullptr);
+    }
     ::_exit(127);
   }
   int status = 0;

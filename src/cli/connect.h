@@ -13,6 +13,7 @@ namespace tau::cli {
 struct LocalServerInfo {
   int64_t pid = 0;
   std::string url;
+  std::string listen;  // ADDR:PORT it listens on ("" from an older taugridd)
 };
 std::optional<LocalServerInfo> ReadServerJson(const TauHome& home);
 
@@ -31,9 +32,9 @@ bool DaemonHoldsLock(const TauHome& home);
 // the lock to answer; Unavailable, naming it busy, when it does not.
 Result<ServerEndpoint> WaitForBusyServer(const TauHome& home);
 
-// Starts taugridd for `home` in the background and waits until it
-// answers; returns its pid.
-Result<int64_t> StartBackgroundServer(const TauHome& home);
+// Starts taugridd for `home` in the background (with --listen `listen`
+// unless it is empty) and waits until it answers; returns its pid.
+Result<int64_t> StartBackgroundServer(const TauHome& home, const std::string& listen = "");
 
 // Path of the taugridd binary: beside this tau, else on PATH.
 std::string TaugriddPath();

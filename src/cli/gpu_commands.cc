@@ -60,15 +60,16 @@ int RunNodes(const std::string& output) {
   return kExitOk;
 }
 
-int RunAdminGpu(const std::string& action, const std::string& uuid) {
+int RunAdminGpu(const std::string& action, const std::string& gpu) {
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
-  auto reply = client->Post("/api/v1/admin/gpus/" + UrlEscape(uuid) + "/" + action, json::object());
+  auto reply = client->Post("/api/v1/admin/gpus/" + UrlEscape(gpu) + "/" + action, json::object());
   if (!reply.ok()) return Fail(reply.error());
   const char* said = action == "clear"   ? "cleared: in service again after its next good poll"
                      : action == "drain" ? "drained: running work finishes, nothing new starts"
                                          : "undrained: in service again";
-  std::printf("%s: %s\n", uuid.c_str(), said);
+  // The server resolved an index or a UUID prefix: say which GPU it was.
+  std::printf("%s: %s\n", (*reply).value("uuid", gpu).c_str(), said);
   return kExitOk;
 }
 

@@ -8,7 +8,7 @@ namespace tau::cli {
 // health, telemetry and the job on each, then recent GPU events.
 int RunNodes(const std::string& output);
 
-// tau admin gpu clear|drain|undrain UUID.
-int RunAdminGpu(const std::string& action, const std::string& uuid);
+// tau admin gpu clear|drain|undrain GPU (an index, a UUID or the start of one).
+int RunAdminGpu(const std::string& action, const std::string& gpu);
 
 }  // namespace tau::cli

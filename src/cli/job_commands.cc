@@ -477,9 +477,27 @@ int RunPrune(const std::string& older_than, int64_t keep) {
   return kExitOk;
 }
 
-int RunServerStart(bool foreground) {
+int RunServerStart(bool foreground, const std::string& listen) {
   TauHome home(TauHome::DefaultRoot());
+  if (!listen.empty()) {
+    // ADDR:PORT; taugridd checks the rest, this catches a bare port early.
+    const size_t colon = listen.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
+    if (colon == std::string::npos || colon == 0 || port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos || std::stol(port) > 65535) {
+      std::fprintf(stderr,
+                   "tau: --listen %s: expected ADDR:PORT, e.g. 127.0.0.1:38123 (this machine only) or 0.0.0.0:38123 "
+                   "(every interface)\n",
+                   listen.c_str());
+      return kExitUsage;
+    }
+  }
   if (auto info = ReadServerJson(home); info && ServerAnswers(info->url)) {
+    if (!listen.empty() && info->listen != listen) {
+      return Fail(FailedPreconditionError(fmt::format(
+          "taugridd is already running (pid {}) listening on {}; stop it first (tau server stop) to listen on {}",
+          info->pid, info->listen.empty() ? info->url : info->listen, listen)));
+    }
     std::printf("taugridd is already running (pid %lld) at %s\n", static_cast<long long>(info->pid), info->url.c_str());
     return kExitOk;
   }
@@ -494,10 +512,14 @@ int RunServerStart(bool foreground) {
   if (foreground) {
     std::string daemon = TaugriddPath();
     std::string home_arg = home.root().string();
-    ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), nullptr);
+    if (listen.empty()) {
+      ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), nullptr);
+    } else {
+      ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), "--listen", listen.c_str(), nullptr);
+    }
     return Fail(ErrnoError(errno, "start " + daemon));
   }
-  auto pid = StartBackgroundServer(home);
+  auto pid = StartBackgroundServer(home, listen);
   if (!pid.ok()) return Fail(pid.error());
   auto info = ReadServerJson(home);
   std::printf("started taugridd (pid %lld) at %s; log: %s\n", static_cast<long long>(*pid),

@@ -48,7 +48,8 @@ int RunEvents(const std::string& job, bool follow, const std::string& output);
 int RunRemove(const std::vector<std::string>& jobs);
 int RunPrune(const std::string& older_than, int64_t keep);
 
-int RunServerStart(bool foreground);
+// `listen`: ADDR:PORT for taugridd --listen ("" : as the last run).
+int RunServerStart(bool foreground, const std::string& listen);
 int RunServerStop();
 int RunServerStatus();
 

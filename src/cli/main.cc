@@ -278,7 +278,7 @@ int Main(int argc, char** argv) {
                        : std::string(action) == "drain" ? "Take a GPU out of service: running work finishes, nothing new starts"
                                                         : "Put a drained GPU back into service";
     auto* cmd = admin_gpu_cmd->add_subcommand(action, help);
-    cmd->add_option("UUID", gpu_uuid, "The GPU's UUID (tau nodes lists them)")->required();
+    cmd->add_option("GPU", gpu_uuid, "The GPU: its index, its UUID or the start of it (tau nodes lists them)")->required();
     cmd->callback([&exit_code, &gpu_uuid, action] { exit_code = RunAdminGpu(action, gpu_uuid); });
   }
 
@@ -330,7 +330,11 @@ int Main(int argc, char** argv) {
   bool foreground = false;
   auto* start_cmd = server_cmd->add_subcommand("start", "Start taugridd (in the background unless --foreground)");
   start_cmd->add_flag("--foreground", foreground, "Run in this terminal");
-  start_cmd->callback([&] { exit_code = RunServerStart(foreground); });
+  std::string listen;
+  start_cmd->add_option("--listen", listen,
+                        "ADDR:PORT to listen on, e.g. 0.0.0.0:38123 for a Prometheus elsewhere; kept for later starts "
+                        "(default: the last one, else a free port of 127.0.0.1)");
+  start_cmd->callback([&] { exit_code = RunServerStart(foreground, listen); });
   server_cmd->add_subcommand("stop", "Stop taugridd; running jobs keep running")->callback([&] {
     exit_code = RunServerStop();
   });

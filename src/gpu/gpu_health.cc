@@ -170,6 +170,14 @@ HealthThresholds ThresholdsForPollInterval(int64_t poll_interval_ms) {
   return t;
 }
 
+HealthThresholds WithModelTemperatures(HealthThresholds base, const GpuInfo& gpu) {
+  if (gpu.temperature_slowdown_c) base.temperature_warn_c = *gpu.temperature_slowdown_c;
+  if (gpu.temperature_shutdown_c) base.temperature_fatal_c = *gpu.temperature_shutdown_c;
+  // A shutdown line at or under the warning line would make every warning fatal.
+  if (base.temperature_fatal_c <= base.temperature_warn_c) base.temperature_fatal_c = base.temperature_warn_c + 1;
+  return base;
+}
+
 int64_t GpuHealth::Growth(std::vector<int64_t>& history, std::optional<int64_t> value, int window) {
   if (!value) {
     history.clear();
@@ -207,6 +215,18 @@ std::optional<HealthChange> GpuHealth::OnWarning(std::string reason, std::string
   return MoveTo(HealthState::kSuspect, std::move(reason), std::move(message));
 }
 
+std::optional<HealthChange> GpuHealth::OnXidUnreadable(std::optional<std::string> why) {
+  xid_unreadable_ = std::move(why);
+  if (xid_unreadable_) {
+    if (state_ != HealthState::kHealthy) return std::nullopt;  // the next poll shows it where it applies
+    good_samples_ = 0;
+    return MoveTo(HealthState::kSuspect, "XidEventsUnreadable",
+                  fmt::format("its XID events cannot be read ({}); faults are seen at the polls only", *xid_unreadable_));
+  }
+  if (state_ != HealthState::kSuspect || reason_ != "XidEventsUnreadable") return std::nullopt;
+  return MoveTo(HealthState::kHealthy, "Recovered", "its XID events are read again");
+}
+
 std::optional<HealthChange> GpuHealth::Clear() {
   hot_samples_ = very_hot_samples_ = good_samples_ = 0;
   ecc_baseline_ = last_.ecc_uncorrected;
@@ -218,7 +238,9 @@ std::optional<HealthChange> GpuHealth::OnSample(const GpuSample& s) {
   // Fatal, without hysteresis.
   if (s.lost) return OnFatal("GpuLost", s.error.empty() ? "the GPU is lost or needs a reset" : s.error);
   if (s.ecc_uncorrected) {
-    if (!ecc_baseline_) ecc_baseline_ = s.ecc_uncorrected;
+    // Volatile counts start over when the driver reloads: a lower count
+    // is the new baseline.
+    if (!ecc_baseline_ || *s.ecc_uncorrected < *ecc_baseline_) ecc_baseline_ = s.ecc_uncorrected;
     if (*s.ecc_uncorrected > *ecc_baseline_) {
       auto change = OnFatal("EccUncorrectable", fmt::format("uncorrectable ECC errors rose from {} to {}",
                                                              *ecc_baseline_, *s.ecc_uncorrected));
@@ -279,6 +301,9 @@ std::optional<HealthChange> GpuHealth::OnSample(const GpuSample& s) {
   } else if (s.power_unreadable) {
     warning_reason = "PowerUnreadable";
     warning = "its power draw cannot be read";
+  } else if (xid_unreadable_) {
+    warning_reason = "XidEventsUnreadable";
+    warning = fmt::format("its XID events cannot be read ({}); faults are seen at the polls only", *xid_unreadable_);
   }
   if (warning) {
     good_samples_ = 0;

@@ -52,6 +52,8 @@ struct XidCatalog {
 };
 
 struct HealthThresholds {
+  // Used where the GPU does not report its own thresholds
+  // (WithModelTemperatures); taugridd --gpu-temp-warn / --gpu-temp-fatal.
   int64_t temperature_warn_c = 85;
   int64_t temperature_fatal_c = 95;
   int bad_samples_to_warn = 2;    // consecutive samples over the warning line
@@ -69,6 +71,11 @@ struct HealthThresholds {
 // Thresholds with the windows sized for polls every `poll_interval_ms`.
 HealthThresholds ThresholdsForPollInterval(int64_t poll_interval_ms);
 
+// `base` with the temperature lines of one GPU: the warning at the model's
+// slowdown threshold and the fatal line at its shutdown threshold where
+// NVML reports them; `base`'s lines otherwise.
+HealthThresholds WithModelTemperatures(HealthThresholds base, const GpuInfo& gpu);
+
 struct HealthChange {
   HealthState from = HealthState::kUnknown;
   HealthState to = HealthState::kUnknown;
@@ -84,12 +91,22 @@ class GpuHealth {
   // Restores a state stored before a restart. Only Unhealthy is kept
   // (sticky); anything else starts over as Unknown.
   void Restore(HealthState state, std::string reason, std::string message);
+  // The uncorrectable ECC count last seen (stored across restarts): the
+  // first poll compares against it, so errors that arrived while nobody
+  // watched are a fault too. Without it, the first poll sets the baseline.
+  void RestoreEccBaseline(int64_t count) { ecc_baseline_ = count; }
+  std::optional<int64_t> ecc_baseline() const { return ecc_baseline_; }
 
   std::optional<HealthChange> OnSample(const GpuSample& sample);
   // A fatal event (an XID of class reset, reboot or RMA).
   std::optional<HealthChange> OnFatal(std::string reason, std::string message);
   // A warning event (a watch XID is only recorded; this is for others).
   std::optional<HealthChange> OnWarning(std::string reason, std::string message);
+  // The GPU's XID events cannot be read (`why`), or can again (nullopt).
+  // While they cannot, a GPU in service is Suspect (XidEventsUnreadable):
+  // a fault would be seen only at a poll. Readable again, it is Healthy
+  // at once unless another warning holds.
+  std::optional<HealthChange> OnXidUnreadable(std::optional<std::string> why);
   // tau admin gpu clear: back to Unknown, until the next good poll.
   std::optional<HealthChange> Clear();
 
@@ -105,7 +122,8 @@ class GpuHealth {
   HealthState state_ = HealthState::kUnknown;
   std::string reason_, message_;
   GpuSample last_;
-  std::optional<int64_t> ecc_baseline_;  // uncorrected count at the first poll
+  std::optional<int64_t> ecc_baseline_;  // uncorrected count last accounted for
+  std::optional<std::string> xid_unreadable_;  // why XID events cannot be read
   // Growth of a counter over the last `window` polls.
   static int64_t Growth(std::vector<int64_t>& history, std::optional<int64_t> value, int window);
   std::vector<int64_t> ecc_corrected_history_, pcie_history_;

@@ -71,6 +71,77 @@ TEST(GpuHealthTest, ALostGpuIsUnhealthy) {
   EXPECT_EQ(change->reason, "GpuLost");
 }
 
+TEST(GpuHealthTest, ErrorsThatArrivedWhileNobodyWatchedAreFatalAgainstTheStoredCount) {
+  GpuHealth h;
+  h.RestoreEccBaseline(2);  // the count stored before a restart
+  GpuSample s = Good();
+  s.ecc_uncorrected = 5;
+  auto change = h.OnSample(s);
+  ASSERT_TRUE(change);
+  EXPECT_EQ(change->to, HealthState::kUnhealthy);
+  EXPECT_EQ(change->reason, "EccUncorrectable");
+  EXPECT_EQ(change->message, "uncorrectable ECC errors rose from 2 to 5");
+  EXPECT_EQ(h.ecc_baseline(), 5);
+  // A volatile count that starts over (the driver reloaded) is the new baseline.
+  GpuHealth reset;
+  reset.RestoreEccBaseline(5);
+  s.ecc_uncorrected = 0;
+  EXPECT_EQ(reset.OnSample(s)->to, HealthState::kHealthy);
+  EXPECT_EQ(reset.ecc_baseline(), 0);
+  s.ecc_uncorrected = 1;
+  EXPECT_EQ(reset.OnSample(s)->to, HealthState::kUnhealthy) << "counted from the new baseline";
+}
+
+TEST(GpuHealthTest, UnreadableXidEventsMakeAGpuSuspectUntilTheyAreReadAgain) {
+  GpuHealth h;
+  EXPECT_FALSE(h.OnXidUnreadable("nvmlEventSetWait_v2: NVML_ERROR_UNKNOWN (999)")) << "Unknown stays Unknown";
+  auto first = h.OnSample(Good());
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->to, HealthState::kSuspect) << "the first poll shows it";
+  EXPECT_EQ(first->reason, "XidEventsUnreadable");
+  EXPECT_NE(first->message.find("nvmlEventSetWait_v2: NVML_ERROR_UNKNOWN (999)"), std::string::npos);
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(h.OnSample(Good())) << "good polls do not clear it";
+  auto back = h.OnXidUnreadable(std::nullopt);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->to, HealthState::kHealthy);
+  auto again = h.OnXidUnreadable("nvmlEventSetCreate: NVML_ERROR_UNKNOWN (999)");
+  ASSERT_TRUE(again) << "a Healthy GPU becomes Suspect at once";
+  EXPECT_EQ(again->to, HealthState::kSuspect);
+  h.OnFatal("XidFatal", "XID 95");
+  EXPECT_FALSE(h.OnXidUnreadable(std::nullopt)) << "readable events do not clear a fault";
+  EXPECT_EQ(h.state(), HealthState::kUnhealthy);
+}
+
+TEST(GpuHealthTest, TemperatureLinesComeFromTheModelWhenItReportsThem) {
+  HealthThresholds base;  // 85 / 95
+  GpuInfo h100{.index = 0, .uuid = "GPU-a"};
+  h100.temperature_slowdown_c = 87;
+  h100.temperature_shutdown_c = 92;
+  HealthThresholds t = WithModelTemperatures(base, h100);
+  EXPECT_EQ(t.temperature_warn_c, 87);
+  EXPECT_EQ(t.temperature_fatal_c, 92);
+  GpuInfo silent{.index = 1, .uuid = "GPU-b"};
+  HealthThresholds configured = base;
+  configured.temperature_warn_c = 80;
+  configured.temperature_fatal_c = 90;
+  t = WithModelTemperatures(configured, silent);
+  EXPECT_EQ(t.temperature_warn_c, 80) << "the configured lines where NVML reports none";
+  EXPECT_EQ(t.temperature_fatal_c, 90);
+  GpuInfo early{.index = 2, .uuid = "GPU-c"};
+  early.temperature_slowdown_c = 80;
+  early.temperature_shutdown_c = 83;
+  GpuHealth h(WithModelTemperatures(base, early));
+  h.OnSample(Good());
+  h.OnSample(Good(82));
+  auto warn = h.OnSample(Good(82));
+  ASSERT_TRUE(warn) << "82 °C is over this model's slowdown line, under the default 85";
+  EXPECT_EQ(warn->message, "82 °C for 2 polls (warning at 80 °C)");
+  for (int i = 0; i < 3; ++i) h.OnSample(Good(84));
+  auto fatal = h.OnSample(Good(84));
+  ASSERT_TRUE(fatal) << "84 °C is over its shutdown line, under the default 95";
+  EXPECT_EQ(fatal->to, HealthState::kUnhealthy);
+}
+
 TEST(GpuHealthTest, TemperatureHasHysteresis) {
   GpuHealth h;  // warn at 85 after 2 polls, clear after 3 good, fatal at 95 after 4
   h.OnSample(Good());

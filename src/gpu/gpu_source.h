@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,11 @@ struct GpuInfo {
   std::string pci_bus_id;
   int64_t memory_mib = 0;
   std::string gpu_class;  // "h200-141gb" (GpuClassOf)
+  // The model's own temperature thresholds, where NVML reports them
+  // (nvmlDeviceGetTemperatureThreshold): the GPU slows its clocks down at
+  // `slowdown` and shuts down at `shutdown`.
+  std::optional<int64_t> temperature_slowdown_c;
+  std::optional<int64_t> temperature_shutdown_c;
 };
 
 struct Inventory {
@@ -55,6 +61,14 @@ struct XidEvent {
   int64_t xid = 0;
 };
 
+// The outcome of registering the GPUs for XID events: the GPUs watched,
+// and the GPUs that support events but could not be registered, with why.
+// A GPU that does not support events is in neither.
+struct XidRegistration {
+  std::vector<int> watched;
+  std::map<int, std::string> failed;
+};
+
 // Where inventory, telemetry and XID events come from. The NVML one is the
 // real implementation; tests load a fake libnvidia-ml.so.1 into it.
 class GpuSource {
@@ -62,9 +76,16 @@ class GpuSource {
   virtual ~GpuSource() = default;
   virtual const Inventory& inventory() const = 0;
   virtual GpuSample Sample(int index) = 0;
-  // Waits up to `timeout` for the next XID event; nullopt on timeout.
-  // Unavailable when the source cannot deliver events at all.
+  // Waits up to `timeout` for the next XID event of the GPUs registered
+  // by RegisterXidEvents; nullopt on timeout. FailedPrecondition when no
+  // GPU is registered; any other error means the event set is broken
+  // (RegisterXidEvents makes a new one).
   virtual Result<std::optional<XidEvent>> WaitXid(std::chrono::milliseconds timeout) = 0;
+  // Drops the event set, if any, and registers every GPU that supports XID
+  // events in a new one. FailedPrecondition when the source has no events
+  // at all (an NVML without the event functions: trying again is useless);
+  // another error when no event set can be made (worth trying again).
+  virtual Result<XidRegistration> RegisterXidEvents() = 0;
 };
 
 // Loads NVML from `library_path` ("" for the system's libnvidia-ml.so.1)

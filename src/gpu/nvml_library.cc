@@ -52,6 +52,7 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   Resolve(handle, "nvmlDeviceGetPciInfo_v3", &lib->DeviceGetPciInfo_v3);
   Resolve(handle, "nvmlDeviceGetMemoryInfo", &lib->DeviceGetMemoryInfo);
   Resolve(handle, "nvmlDeviceGetTemperature", &lib->DeviceGetTemperature);
+  Resolve(handle, "nvmlDeviceGetTemperatureThreshold", &lib->DeviceGetTemperatureThreshold);
   Resolve(handle, "nvmlDeviceGetPowerUsage", &lib->DeviceGetPowerUsage);
   Resolve(handle, "nvmlDeviceGetUtilizationRates", &lib->DeviceGetUtilizationRates);
   Resolve(handle, "nvmlDeviceGetTotalEccErrors", &lib->DeviceGetTotalEccErrors);

@@ -38,6 +38,7 @@ struct NvmlLibrary {
   nvml::Return (*DeviceGetPciInfo_v3)(nvml::Device, nvml::PciInfo*) = nullptr;
   nvml::Return (*DeviceGetMemoryInfo)(nvml::Device, nvml::Memory*) = nullptr;
   nvml::Return (*DeviceGetTemperature)(nvml::Device, unsigned, unsigned*) = nullptr;
+  nvml::Return (*DeviceGetTemperatureThreshold)(nvml::Device, unsigned, unsigned*) = nullptr;
   nvml::Return (*DeviceGetPowerUsage)(nvml::Device, unsigned*) = nullptr;
   nvml::Return (*DeviceGetUtilizationRates)(nvml::Device, nvml::Utilization*) = nullptr;
   nvml::Return (*DeviceGetTotalEccErrors)(nvml::Device, int, int, unsigned long long*) = nullptr;

@@ -14,9 +14,7 @@ namespace {
 class NvmlSource final : public GpuSource {
  public:
   explicit NvmlSource(std::unique_ptr<NvmlLibrary> lib) : lib_(std::move(lib)) {}
-  ~NvmlSource() override {
-    if (events_ && lib_->EventSetFree) lib_->EventSetFree(events_);
-  }
+  ~NvmlSource() override { FreeEvents(); }
 
   Status Init() {
     inventory_.source = "nvml:" + lib_->path;
@@ -56,14 +54,16 @@ class NvmlSource final : public GpuSource {
       devices_.push_back(dev);
       inventory_.gpus.push_back(std::move(g));
     }
-    // XID and double-bit ECC events, where the GPUs support them.
-    if (lib_->EventSetCreate && lib_->DeviceRegisterEvents && lib_->EventSetWait_v2 &&
-        lib_->EventSetCreate(&events_) == nvml::kSuccess) {
-      for (nvml::Device dev : devices_) {
-        unsigned long long supported = nvml::kEventXid | nvml::kEventDoubleBitEcc;
-        if (lib_->DeviceGetSupportedEventTypes) lib_->DeviceGetSupportedEventTypes(dev, &supported);
-        unsigned long long mask = supported & (nvml::kEventXid | nvml::kEventDoubleBitEcc);
-        if (mask && lib_->DeviceRegisterEvents(dev, mask, events_) == nvml::kSuccess) registered_ = true;
+    // Each model's own thermal limits, where it reports them.
+    for (size_t i = 0; i < devices_.size() && lib_->DeviceGetTemperatureThreshold; ++i) {
+      unsigned t = 0;
+      if (lib_->DeviceGetTemperatureThreshold(devices_[i], nvml::kTemperatureThresholdSlowdown, &t) == nvml::kSuccess &&
+          t > 0) {
+        inventory_.gpus[i].temperature_slowdown_c = t;
+      }
+      if (lib_->DeviceGetTemperatureThreshold(devices_[i], nvml::kTemperatureThresholdShutdown, &t) == nvml::kSuccess &&
+          t > 0) {
+        inventory_.gpus[i].temperature_shutdown_c = t;
       }
     }
     return Status::Ok();
@@ -174,8 +174,44 @@ class NvmlSource final : public GpuSource {
     return s;
   }
 
+  Result<XidRegistration> RegisterXidEvents() override {
+    if (!lib_->EventSetCreate || !lib_->DeviceRegisterEvents || !lib_->EventSetWait_v2) {
+      return FailedPreconditionError(fmt::format("{} has no event functions (nvmlEventSetCreate, "
+                                                 "nvmlDeviceRegisterEvents, nvmlEventSetWait_v2)", lib_->path));
+    }
+    FreeEvents();
+    nvml::Return r = lib_->EventSetCreate(&events_);
+    if (r != nvml::kSuccess) {
+      events_ = nullptr;
+      return UnavailableError(fmt::format("nvmlEventSetCreate: {}", lib_->ErrorText(r)));
+    }
+    XidRegistration out;
+    constexpr unsigned long long kWanted = nvml::kEventXid | nvml::kEventDoubleBitEcc;
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      unsigned long long supported = kWanted;
+      if (lib_->DeviceGetSupportedEventTypes) {
+        r = lib_->DeviceGetSupportedEventTypes(devices_[i], &supported);
+        if (r == nvml::kNotSupported) continue;
+        if (r != nvml::kSuccess) {
+          out.failed[static_cast<int>(i)] = fmt::format("nvmlDeviceGetSupportedEventTypes: {}", lib_->ErrorText(r));
+          continue;
+        }
+      }
+      const unsigned long long mask = supported & kWanted;
+      if (!mask) continue;
+      r = lib_->DeviceRegisterEvents(devices_[i], mask, events_);
+      if (r == nvml::kSuccess) {
+        out.watched.push_back(static_cast<int>(i));
+      } else if (r != nvml::kNotSupported) {
+        out.failed[static_cast<int>(i)] = fmt::format("nvmlDeviceRegisterEvents: {}", lib_->ErrorText(r));
+      }
+    }
+    registered_ = !out.watched.empty();
+    return out;
+  }
+
   Result<std::optional<XidEvent>> WaitXid(std::chrono::milliseconds timeout) override {
-    if (!registered_) return UnavailableError("the GPUs deliver no XID events through NVML");
+    if (!events_ || !registered_) return FailedPreconditionError("no GPU is registered for XID events");
     nvml::EventData data{};
     nvml::Return r = lib_->EventSetWait_v2(events_, &data, static_cast<unsigned>(timeout.count()));
     if (r == nvml::kTimeout) return std::optional<XidEvent>();
@@ -191,6 +227,12 @@ class NvmlSource final : public GpuSource {
   }
 
  private:
+  void FreeEvents() {
+    if (events_ && lib_->EventSetFree) lib_->EventSetFree(events_);
+    events_ = nullptr;
+    registered_ = false;
+  }
+
   std::unique_ptr<NvmlLibrary> lib_;
   Inventory inventory_;
   std::vector<nvml::Device> devices_;

@@ -21,7 +21,12 @@ class NvmlSourceTest : public ::testing::Test {
     ::setenv("TAU_FAKE_NVML", path_.c_str(), 1);
   }
   void TearDown() override { fs::remove(path_); }
-  void Scenario(const std::string& json) { std::ofstream(path_) << json; }
+  // The fake reads the file again when its mtime changes: a pause first
+  // keeps two writes from sharing one timestamp.
+  void Scenario(const std::string& json) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ofstream(path_) << json;
+  }
   fs::path path_;
 };
 
@@ -61,6 +66,10 @@ TEST_F(NvmlSourceTest, InventoryTelemetryAndEvents) {
   EXPECT_FALSE(bare.temperature_c.has_value());
   EXPECT_FALSE(bare.nvlinks.has_value()) << "a GPU without NVLink";
 
+  auto registered = (*source)->RegisterXidEvents();
+  ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+  EXPECT_EQ(registered->watched, std::vector<int>({0, 1}));
+  EXPECT_TRUE(registered->failed.empty());
   auto event = (*source)->WaitXid(std::chrono::milliseconds(2000));
   ASSERT_TRUE(event.ok());
   ASSERT_TRUE(event->has_value());
@@ -71,11 +80,58 @@ TEST_F(NvmlSourceTest, InventoryTelemetryAndEvents) {
   EXPECT_FALSE(none->has_value());
 
   // The scenario is read again when it changes: the GPU is lost now.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   Scenario(R"({"devices": [{"uuid": "GPU-aaaa", "lost": true}, {"uuid": "not-a-uuid-format"}]})");
   GpuSample lost = (*source)->Sample(0);
   EXPECT_TRUE(lost.lost);
   EXPECT_NE(lost.error.find("NVML_ERROR_GPU_IS_LOST"), std::string::npos) << lost.error;
+}
+
+TEST_F(NvmlSourceTest, EventErrorsAreReportedAndANewEventSetReadsEventsAgain) {
+  const std::string devices = R"("devices": [{"uuid": "GPU-aaaa"}, {"uuid": "GPU-bbbb"}, {"uuid": "GPU-cccc", "supports_events": false}])";
+  Scenario("{" + devices + R"(, "event_wait_error": 999})");
+  auto source = OpenNvml(TAU_FAKE_NVML_PATH);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_EQ((*source)->WaitXid(std::chrono::milliseconds(10)).status().code(), StatusCode::kFailedPrecondition)
+      << "nothing is registered yet";
+  auto registered = (*source)->RegisterXidEvents();
+  ASSERT_TRUE(registered.ok());
+  EXPECT_EQ(registered->watched, std::vector<int>({0, 1})) << "GPU 2 supports no events: neither watched nor failed";
+  auto broken = (*source)->WaitXid(std::chrono::milliseconds(10));
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(broken.status().message(), "nvmlEventSetWait_v2: NVML_ERROR_UNKNOWN (999): Unknown Error");
+
+  // The event set cannot be made again for a while, then one GPU cannot be registered.
+  Scenario("{" + devices + R"(, "event_set_create_error": 999})");
+  auto no_set = (*source)->RegisterXidEvents();
+  ASSERT_FALSE(no_set.ok());
+  EXPECT_EQ(no_set.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(no_set.status().message(), "nvmlEventSetCreate: NVML_ERROR_UNKNOWN (999): Unknown Error");
+  Scenario(R"({"devices": [{"uuid": "GPU-aaaa", "register_events_error": 999}, {"uuid": "GPU-bbbb"},
+                           {"uuid": "GPU-cccc", "supports_events": false}],
+               "events": [{"at_s": 0, "gpu": 1, "xid": 95}]})");
+  auto partial = (*source)->RegisterXidEvents();
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ(partial->watched, std::vector<int>({1}));
+  ASSERT_EQ(partial->failed.size(), 1u);
+  EXPECT_EQ(partial->failed.at(0), "nvmlDeviceRegisterEvents: NVML_ERROR_UNKNOWN (999): Unknown Error");
+  auto event = (*source)->WaitXid(std::chrono::milliseconds(2000));
+  ASSERT_TRUE(event.ok()) << event.status().ToString();
+  ASSERT_TRUE(event->has_value()) << "events are read again from the new set";
+  EXPECT_EQ((*event)->gpu_index, 1);
+  EXPECT_EQ((*event)->xid, 95);
+}
+
+TEST_F(NvmlSourceTest, TheModelsTemperatureThresholdsAreReadWhereReported) {
+  Scenario(R"({"devices": [{"uuid": "GPU-aaaa", "temperature_slowdown_c": 87, "temperature_shutdown_c": 92},
+                           {"uuid": "GPU-bbbb"}]})");
+  auto source = OpenNvml(TAU_FAKE_NVML_PATH);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  const Inventory& inv = (*source)->inventory();
+  EXPECT_EQ(inv.gpus[0].temperature_slowdown_c, 87);
+  EXPECT_EQ(inv.gpus[0].temperature_shutdown_c, 92);
+  EXPECT_FALSE(inv.gpus[1].temperature_slowdown_c.has_value()) << "NOT_SUPPORTED: the configured lines apply";
+  EXPECT_FALSE(inv.gpus[1].temperature_shutdown_c.has_value());
 }
 
 TEST_F(NvmlSourceTest, AMissingLibraryOrAFailedInitIsAnError) {

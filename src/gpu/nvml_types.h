@@ -28,6 +28,9 @@ constexpr Return kLibRmVersionMismatch = 18;
 constexpr Return kUnknown = 999;
 
 constexpr unsigned kTemperatureGpu = 0;
+// nvmlTemperatureThresholds_t
+constexpr unsigned kTemperatureThresholdShutdown = 0;
+constexpr unsigned kTemperatureThresholdSlowdown = 1;
 constexpr int kMemoryErrorUncorrected = 1;
 constexpr int kMemoryErrorCorrected = 0;
 constexpr int kVolatileEcc = 0;

@@ -76,6 +76,11 @@ void Registry::Set(const std::string& name, const Labels& labels, double value) 
   if (Family* f = Find(name); f && f->type == Type::kGauge) f->series[labels].value = value;
 }
 
+void Registry::SetCounter(const std::string& name, const Labels& labels, double value) {
+  std::lock_guard lock(mu_);
+  if (Family* f = Find(name); f && f->type == Type::kCounter && value >= 0) f->series[labels].value = value;
+}
+
 void Registry::Observe(const std::string& name, const Labels& labels, double value) {
   std::lock_guard lock(mu_);
   Family* f = Find(name);

@@ -24,6 +24,9 @@ class Registry {
 
   void Add(const std::string& name, const Labels& labels, double delta = 1);  // counters
   void Set(const std::string& name, const Labels& labels, double value);      // gauges
+  // Counters whose count is kept elsewhere (a device's own error counter):
+  // the series is set to that count, read before each scrape.
+  void SetCounter(const std::string& name, const Labels& labels, double value);
   void Observe(const std::string& name, const Labels& labels, double value);  // histograms
   // Drops every series of a gauge family (before setting it again from state).
   void Reset(const std::string& name);

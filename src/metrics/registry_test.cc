@@ -37,5 +37,17 @@ TEST(RegistryTest, WrongTypesAndUnknownFamiliesAreIgnored) {
   EXPECT_EQ(r.Expose(), "# HELP c_total c\n# TYPE c_total counter\n");
 }
 
+TEST(RegistryTest, ACounterKeptElsewhereIsSetToItsCountAndStaysACounter) {
+  Registry r;
+  r.Define("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", Registry::Type::kCounter, "ECC.");
+  r.Define("g", Registry::Type::kGauge, "g");
+  r.SetCounter("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", {{"UUID", "GPU-a"}}, 4);
+  r.SetCounter("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", {{"UUID", "GPU-a"}}, -1);  // not a count: ignored
+  r.SetCounter("g", {}, 2);  // a gauge is set with Set
+  EXPECT_EQ(r.Expose(),
+            "# HELP DCGM_FI_DEV_ECC_DBE_VOL_TOTAL ECC.\n# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n"
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{UUID=\"GPU-a\"} 4\n# HELP g g\n# TYPE g gauge\n");
+}
+
 }  // namespace
 }  // namespace tau::metrics

@@ -19,14 +19,17 @@ void AddGpuRoutes(httplib::Server& server, const ApiContext& ctx) {
   });
   server.Post(R"(/api/v1/admin/gpus/([^/]+)/(clear|drain|undrain))",
               [ctx](const httplib::Request& req, httplib::Response& res) {
-                std::string uuid = req.matches[1];
+                // The GPU by index, UUID or a UUID's unique prefix.
+                std::string name = req.matches[1];
                 std::string action = req.matches[2];
-                Status st = ctx.loop->Call([&] {
-                  if (action == "clear") return ctx.jobs->ClearGpu(uuid);
-                  return ctx.jobs->DrainGpu(uuid, action == "drain");
+                Result<std::string> uuid = ctx.loop->Call([&]() -> Result<std::string> {
+                  TAU_ASSIGN_OR_RETURN(std::string found, ctx.jobs->GpuUuidOf(name));
+                  Status st = action == "clear" ? ctx.jobs->ClearGpu(found) : ctx.jobs->DrainGpu(found, action == "drain");
+                  if (!st.ok()) return st;
+                  return found;
                 });
-                if (!st.ok()) return SendError(res, st);
-                SendJson(res, {{"uuid", uuid}, {"action", action}});
+                if (!uuid.ok()) return SendError(res, uuid.status());
+                SendJson(res, {{"gpu", name}, {"uuid", *uuid}, {"action", action}});
               });
 }
 

@@ -351,11 +351,16 @@ class ApiServer::Impl {
       }
       std::string auth = req.get_header_value("Authorization");
       const bool cookie_ok = ConstantTimeEquals(SessionCookieOf(req.get_header_value("Cookie")), PortalSession(options_.token));
-      if (!cookie_ok && !ConstantTimeEquals(auth, "Bearer " + options_.token)) {
+      // The metrics token opens /metrics and nothing else.
+      const bool scrape_ok = req.path == "/metrics" && !options_.metrics_token.empty() &&
+                             ConstantTimeEquals(auth, "Bearer " + options_.metrics_token);
+      if (!cookie_ok && !scrape_ok && !ConstantTimeEquals(auth, "Bearer " + options_.token)) {
         request_unrouted = true;
         if (HasBody(req)) CloseAfterAnswer(res);  // its body is never read
-        SendError(res, UnauthenticatedError(
-                           "missing or wrong token: send Authorization: Bearer <TAU_HOME/token>"));
+        SendError(res, UnauthenticatedError(req.path == "/metrics"
+                                                ? "missing or wrong token: send Authorization: Bearer "
+                                                  "<TAU_HOME/metrics-token> (or <TAU_HOME/token>)"
+                                                : "missing or wrong token: send Authorization: Bearer <TAU_HOME/token>"));
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;

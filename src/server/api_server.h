@@ -20,6 +20,9 @@ struct ApiServerOptions {
   std::string bind_address = "127.0.0.1";
   int port = 0;  // 0: any free port
   std::string token;
+  // Accepted for GET /metrics only (TAU_HOME/metrics-token), so a scrape
+  // configuration holds no key to the API; "" : none.
+  std::string metrics_token;
   // Every connection has a thread of its own while it is open (a followed
   // log holds one until it ends): at least min_threads are kept, at most
   // max_threads run; past that, connections wait for a free one.

@@ -1,10 +1,11 @@
 // taugridd: the embedded control plane (docs/server.md).
 //
-//   taugridd [--home DIR] [--port N] [--log-format logfmt|json] [--log-level L]
+//   taugridd [--home DIR] [--listen ADDR:PORT | --port N] [--log-format logfmt|json] [--log-level L]
 //   taugridd --version
 //
 // Holds TAU_HOME/taugridd.lock while it runs (one daemon per TAU_HOME),
-// writes TAU_HOME/server.json and TAU_HOME/token, and stops on SIGTERM or
+// writes TAU_HOME/server.json, TAU_HOME/token and TAU_HOME/metrics-token
+// (GET /metrics only), and stops on SIGTERM or
 // SIGINT, leaving running jobs running.
 
 #include <fcntl.h>
@@ -59,12 +60,18 @@ using cli::kVersion;
 
 struct Flags {
   fs::path home = TauHome::DefaultRoot();
-  int port = 0;
+  // --listen ADDR:PORT (or --port N, for 127.0.0.1:N); "" : the address of
+  // the last run, else 127.0.0.1 on a free port.
+  std::string listen;
   log::Format log_format = log::Format::kLogfmt;
   log::Level log_level = log::Level::kInfo;
   int64_t max_interruptions = 10;
   Duration checkpoint_scan_interval = std::chrono::seconds(30);
   Duration gpu_poll_interval = std::chrono::seconds(15);
+  // Temperature lines for GPUs whose NVML reports no slowdown/shutdown
+  // thresholds of their own.
+  int64_t gpu_temp_warn_c = gpu::HealthThresholds{}.temperature_warn_c;
+  int64_t gpu_temp_fatal_c = gpu::HealthThresholds{}.temperature_fatal_c;
   std::string xid_classes;  // "" : TAU_HOME/xid-classes.yaml when it exists
   bool allow_foreign_gpu_processes = false;
   Duration progress_stall_after = std::chrono::minutes(10);
@@ -72,6 +79,30 @@ struct Flags {
   std::optional<int64_t> history_keep = 10000;  // history.keep; nullopt: all
   int max_streams = 0;  // followed streams at once; 0: from the thread and file limits
 };
+
+// "ADDR:PORT" ("[V6ADDR]:PORT" for IPv6) into its parts; PORT 0 to 65535.
+bool ParseListen(const std::string& v, std::string* host, int* port) {
+  const size_t colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= v.size()) return false;
+  std::string h = v.substr(0, colon);
+  if (h.front() == '[') {
+    if (h.size() < 3 || h.back() != ']') return false;
+    h = h.substr(1, h.size() - 2);
+  } else if (h.find(':') != std::string::npos) {
+    return false;  // an IPv6 address needs its brackets
+  }
+  const std::string p = v.substr(colon + 1);
+  char* end = nullptr;
+  long n = std::strtol(p.c_str(), &end, 10);
+  if (*end != '\0' || n < 0 || n > 65535 || p.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (host) *host = h;
+  if (port) *port = static_cast<int>(n);
+  return true;
+}
+
+// The settings row that keeps the address taugridd listened on, so the
+// next run without --listen takes the same one.
+constexpr char kListenSetting[] = "server.listen";
 
 // A count of followed streams from 1.
 bool ParseMaxStreams(const std::string& v, int* out) {
@@ -96,12 +127,12 @@ bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
 }
 
 [[noreturn]] void Usage(const std::string& why) {
-  std::fprintf(stderr, "taugridd: %s\nusage: taugridd [--home DIR] [--port N] [--log-format logfmt|json] "
+  std::fprintf(stderr, "taugridd: %s\nusage: taugridd [--home DIR] [--listen ADDR:PORT | --port N] [--log-format logfmt|json] "
                        "[--log-level debug|info|warn|error]\n"
                        "                [--max-interruptions N] [--checkpoint-scan-interval DURATION]\n"
                        "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n"
                        "                [--progress-stall-after DURATION] [--ray PROGRAM] [--history-keep N|all]\n"
-                       "                [--max-streams N]\n"
+                       "                [--max-streams N] [--gpu-temp-warn CELSIUS] [--gpu-temp-fatal CELSIUS]\n"
                        "       taugridd --version\n",
                why.c_str());
   std::exit(2);
@@ -140,7 +171,18 @@ Flags ParseFlags(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--home") f.home = value();
-    else if (a == "--port") f.port = std::atoi(value().c_str());
+    else if (a == "--port") {
+      std::string v = value();
+      if (!ParseListen("127.0.0.1:" + v, nullptr, nullptr)) Usage("--port is a port number from 0 to 65535");
+      f.listen = "127.0.0.1:" + v;
+    } else if (a == "--listen") {
+      std::string v = value();
+      if (!ParseListen(v, nullptr, nullptr)) {
+        Usage("--listen is ADDR:PORT, e.g. 127.0.0.1:38123 (this machine only) or 0.0.0.0:38123 (every interface); "
+              "PORT 0 takes a free port");
+      }
+      f.listen = v;
+    }
     else if (a == "--log-format") {
       std::string v = value();
       if (v == "json") f.log_format = log::Format::kJson;
@@ -162,6 +204,12 @@ Flags ParseFlags(int argc, char** argv) {
       auto d = ParseDuration(value());
       if (!d.ok() || d->count() < 100) Usage("--gpu-poll-interval is a duration of at least 100ms (e.g. 15s)");
       f.gpu_poll_interval = *d;
+    } else if (a == "--gpu-temp-warn" || a == "--gpu-temp-fatal") {
+      std::string v = value();
+      char* end = nullptr;
+      long long c = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || c < 1 || c > 200) Usage(a + " is a temperature in °C from 1 to 200");
+      (a == "--gpu-temp-warn" ? f.gpu_temp_warn_c : f.gpu_temp_fatal_c) = c;
     } else if (a == "--progress-stall-after") {
       auto d = ParseDuration(value());
       if (!d.ok()) Usage("--progress-stall-after is a duration (e.g. 10m; 0s: never)");
@@ -184,6 +232,10 @@ Flags ParseFlags(int argc, char** argv) {
     } else {
       Usage("unknown option " + a);
     }
+  }
+  if (f.gpu_temp_fatal_c <= f.gpu_temp_warn_c) {
+    Usage(fmt::format("--gpu-temp-fatal ({} °C) must be above --gpu-temp-warn ({} °C)", f.gpu_temp_fatal_c,
+                      f.gpu_temp_warn_c));
   }
   return f;
 }
@@ -349,6 +401,27 @@ int Main(int argc, char** argv) {
     log::Error("server", "cannot write the token", {{"error", token.status().ToString()}});
     return 1;
   }
+  auto metrics_token = LoadOrCreateToken(home.root() / "metrics-token");
+  if (!metrics_token.ok()) {
+    log::Error("server", "cannot write the metrics token", {{"error", metrics_token.status().ToString()}});
+    return 1;
+  }
+  // Where to listen: --listen, else where the last run listened (a stable
+  // address for scrape configs and port forwards), else a free port of
+  // 127.0.0.1.
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 0;
+  const bool listen_given = !flags.listen.empty();
+  auto stored_listen = (*store)->Setting(kListenSetting);
+  if (listen_given) {
+    ParseListen(flags.listen, &listen_host, &listen_port);
+  } else if (stored_listen.ok() && !stored_listen->empty()) {
+    if (!ParseListen(*stored_listen, &listen_host, &listen_port)) {
+      log::Warn("server", "the stored listen address is not ADDR:PORT; taking a free port", {{"stored", *stored_listen}});
+      listen_host = "127.0.0.1";
+      listen_port = 0;
+    }
+  }
 
   JobManagerOptions options;
   options.capacity = capacity;
@@ -363,6 +436,8 @@ int Main(int argc, char** argv) {
   options.gpu_health_monitored = nvml != nullptr;
   options.xid_catalog = xid_catalog;
   options.health_thresholds = gpu::ThresholdsForPollInterval(flags.gpu_poll_interval.count());
+  options.health_thresholds.temperature_warn_c = flags.gpu_temp_warn_c;
+  options.health_thresholds.temperature_fatal_c = flags.gpu_temp_fatal_c;
   options.allow_foreign_gpu_processes = flags.allow_foreign_gpu_processes;
   {
     // What every job's evidence records about this machine.
@@ -464,7 +539,10 @@ int Main(int argc, char** argv) {
             [&loop, &jobs](int index, gpu::GpuSample sample) {
               loop.Post([&jobs, index, sample = std::move(sample)]() mutable { jobs.OnGpuSample(index, std::move(sample)); });
             },
-            [&loop, &jobs](gpu::XidEvent event) { loop.Post([&jobs, event] { jobs.OnGpuXid(event); }); }});
+            [&loop, &jobs](gpu::XidEvent event) { loop.Post([&jobs, event] { jobs.OnGpuXid(event); }); },
+            [&loop, &jobs](int index, std::optional<std::string> why) {
+              loop.Post([&jobs, index, why = std::move(why)]() mutable { jobs.OnGpuXidUnreadable(index, std::move(why)); });
+            }});
     monitor->Start();
   }
   // Checkpoints of running jobs are indexed (and pruned) periodically.
@@ -481,24 +559,48 @@ int Main(int argc, char** argv) {
   loop.PostAfter(std::chrono::seconds(2), follow_progress);
 
   ApiServerOptions api_options;
-  api_options.port = flags.port;
+  api_options.bind_address = listen_host;
+  api_options.port = listen_port;
   api_options.token = *token;
+  api_options.metrics_token = *metrics_token;
   api_options.capacity = capacity;
   api_options.metrics = &registry;
   api_options.max_streams = flags.max_streams;
-  ApiServer api(home, &loop, &jobs, &publisher, api_options);
-  auto port = api.Bind();
+  auto api = std::make_unique<ApiServer>(home, &loop, &jobs, &publisher, api_options);
+  auto port = api->Bind();
+  if (!port.ok() && !listen_given && listen_port != 0) {
+    // The last run's port is taken now: another one, said in the log.
+    log::Warn("server", "the port of the last run is taken; listening on a free one",
+              {{"listen", fmt::format("{}:{}", listen_host, listen_port)}, {"error", port.status().ToString()}});
+    api_options.port = 0;
+    api = std::make_unique<ApiServer>(home, &loop, &jobs, &publisher, api_options);
+    port = api->Bind();
+  }
   if (!port.ok()) {
     log::Error("server", "cannot listen", {{"error", port.status().ToString()}});
     return 1;
   }
-  std::thread http([&] { api.Serve(); });
-  std::string url = fmt::format("http://127.0.0.1:{}", *port);
-  nlohmann::json info = {{"pid", ::getpid()}, {"port", *port}, {"url", url}, {"version", kVersion}};
+  const bool v6 = listen_host.find(':') != std::string::npos;
+  const std::string listen = v6 ? fmt::format("[{}]:{}", listen_host, *port) : fmt::format("{}:{}", listen_host, *port);
+  // Written only when it changed: a restart on a full disk writes nothing.
+  Status st_listen = stored_listen.ok() && *stored_listen == listen ? Status::Ok()
+                                                                     : (*store)->SetSetting(kListenSetting, listen);
+  if (Status st = st_listen; !st.ok()) {
+    log::Warn("server", "cannot store the listen address; the next run may take another port",
+              {{"error", st.ToString()}});
+  }
+  std::thread http([&] { api->Serve(); });
+  // Clients on this machine reach an any-address listener on loopback.
+  const std::string client_host = listen_host == "0.0.0.0" ? "127.0.0.1"
+                                  : listen_host == "::"    ? "[::1]"
+                                  : v6                     ? "[" + listen_host + "]"
+                                                           : listen_host;
+  std::string url = fmt::format("http://{}:{}", client_host, *port);
+  nlohmann::json info = {{"pid", ::getpid()}, {"port", *port}, {"url", url}, {"listen", listen}, {"version", kVersion}};
   if (Status st = WriteServerJson(home.server_json(), info.dump() + "\n"); !st.ok()) {
     if (st.code() != StatusCode::kResourceExhausted) {
       log::Error("server", "cannot write server.json", {{"error", st.ToString()}});
-      api.Stop();
+      api->Stop();
       http.join();
       return 1;
     }
@@ -518,7 +620,7 @@ int Main(int argc, char** argv) {
   // rewrite it in place even on a full disk (clients read no "url" as no
   // daemon).
   if (!RewriteFileInPlace(home.server_json(), "{\"stopped\": true}\n").ok()) fs::remove(home.server_json(), ec);
-  api.Stop();
+  api->Stop();
   http.join();
   if (monitor) monitor->Stop();
   files.Stop();

@@ -72,7 +72,10 @@ JobManager::JobManager(TauHome home, store::JobStore* store, Executor* executor,
   gpu_slots_.reserve(gpu_busy_.size());
   last_xid_.assign(gpu_busy_.size(), 0);
   for (size_t g = 0; g < gpu_busy_.size(); ++g) {
-    gpu_slots_.push_back(GpuSlot{gpu::GpuHealth(options_.health_thresholds), false, {}});
+    // Each model's own temperature lines where NVML reports them.
+    gpu::HealthThresholds thresholds = options_.health_thresholds;
+    if (g < options_.gpu_info.size()) thresholds = gpu::WithModelTemperatures(thresholds, options_.gpu_info[g]);
+    gpu_slots_.push_back(GpuSlot{gpu::GpuHealth(thresholds), false, {}, std::nullopt});
     // GPUs nobody watches are taken as an operator listed them: healthy.
     if (!options_.gpu_health_monitored) gpu_slots_.back().health.OnSample(gpu::GpuSample{.readable = true});
   }

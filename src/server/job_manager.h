@@ -281,9 +281,15 @@ class JobManager {
   // event, as the GPU monitor reads them.
   void OnGpuSample(int index, gpu::GpuSample sample);
   void OnGpuXid(gpu::XidEvent event);
-  // tau admin gpu clear / drain / undrain UUID.
-  Status ClearGpu(const std::string& uuid);
-  Status DrainGpu(const std::string& uuid, bool drained);
+  // GPU `index`'s XID events cannot be read (`why`), or can again
+  // (nullopt): it is Suspect meanwhile.
+  void OnGpuXidUnreadable(int index, std::optional<std::string> why);
+  // tau admin gpu clear / drain / undrain GPU, where GPU is an index, a
+  // UUID or a UUID's unique prefix (FindGpu).
+  Status ClearGpu(const std::string& gpu);
+  Status DrainGpu(const std::string& gpu, bool drained);
+  // The UUID of the GPU an operator names as FindGpu takes it.
+  Result<std::string> GpuUuidOf(const std::string& gpu) const;
   // The machine's GPUs with health, telemetry and the job on each, and the
   // recent GPU events (JSON text).
   std::string GpusJson();
@@ -578,6 +584,7 @@ class JobManager {
     gpu::GpuHealth health;
     bool drained = false;
     std::vector<int64_t> foreign_pids;  // processes on it while no job of ours has it
+    std::optional<int64_t> stored_ecc;  // the ECC baseline as the database has it
   };
   // Whether GPU `g` can be given to a new attempt now.
   bool GpuUsable(size_t g) const;
@@ -596,7 +603,14 @@ class JobManager {
   void FaultJobsOnGpu(size_t g, const std::string& reason, const std::string& message);
   void SaveGpu(size_t g);
   Status AppendGpuEvent(size_t g, std::string type, std::string reason, std::string message);
-  Result<size_t> FindGpu(const std::string& uuid) const;
+  // The GPU an operator names: its index ("0"), its UUID, or a prefix of
+  // exactly one GPU's UUID. NotFound or InvalidArgument (ambiguous) say why.
+  Result<size_t> FindGpu(const std::string& name) const;
+  // Stores GPU `g`'s ECC baseline when it moved (a settings row per UUID).
+  void SaveEccBaseline(size_t g);
+  // The GPUs a new attempt of `job` gets (job_manager_gpus.cc): usable ones
+  // of its class, Healthy before Suspect, then the coolest and least used.
+  std::vector<int> ChooseGpus(const Job& job) const;
   // GPU `g`'s UUID (its index, when the machine's GPUs were not listed).
   std::string GpuUuid(size_t g) const;
 

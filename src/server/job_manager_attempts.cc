@@ -133,10 +133,7 @@ AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt, int 
 void JobManager::StartAttempt(Job& job) {
   const int64_t number = job.rec.attempt + 1;
   // Take the job's resources and GPUs.
-  job.gpu_indexes.clear();
-  for (size_t g = 0; g < gpu_busy_.size() && static_cast<int64_t>(job.gpu_indexes.size()) < job.request.gpus; ++g) {
-    if (GpuUsable(g) && GpuOfClass(g, job.spec.compute.gpu_class)) job.gpu_indexes.push_back(static_cast<int>(g));
-  }
+  job.gpu_indexes = ChooseGpus(job);
   for (int g : job.gpu_indexes) gpu_busy_[static_cast<size_t>(g)] = true;
   used_ += job.request;
   job.holds_resources = true;

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/strings.h"
+#include "gpu/placement.h"
 #include "server/job_json.h"
 #include "server/job_manager.h"
 
@@ -20,7 +21,21 @@ namespace {
 
 bool Serving(HealthState s) { return s == HealthState::kHealthy || s == HealthState::kSuspect; }
 
+// The settings row that holds a GPU's ECC baseline.
+std::string EccBaselineKey(const std::string& uuid) { return "gpu.ecc_uncorrected." + uuid; }
+
 }  // namespace
+
+std::vector<int> JobManager::ChooseGpus(const Job& job) const {
+  std::vector<gpu::GpuCandidate> candidates;
+  for (size_t g = 0; g < gpu_slots_.size() && g < gpu_busy_.size(); ++g) {
+    if (!GpuUsable(g) || !GpuOfClass(g, job.spec.compute.gpu_class)) continue;
+    const gpu::GpuSample& s = gpu_slots_[g].health.last_sample();
+    candidates.push_back({static_cast<int>(g), gpu_slots_[g].health.state(), s.temperature_c, s.utilization_pct,
+                          s.memory_used_mib});
+  }
+  return gpu::PickGpus(std::move(candidates), job.request.gpus);
+}
 
 bool JobManager::GpuInService(size_t g) const {
   return g < gpu_slots_.size() && Serving(gpu_slots_[g].health.state()) && !gpu_slots_[g].drained;
@@ -75,11 +90,31 @@ std::string JobManager::GpuUuid(size_t g) const {
   return g < options_.gpu_info.size() ? options_.gpu_info[g].uuid : std::to_string(g);
 }
 
-Result<size_t> JobManager::FindGpu(const std::string& uuid) const {
-  for (size_t g = 0; g < options_.gpu_info.size() && g < gpu_slots_.size(); ++g) {
-    if (options_.gpu_info[g].uuid == uuid) return g;
+Result<size_t> JobManager::FindGpu(const std::string& name) const {
+  const size_t count = std::min(options_.gpu_info.size(), gpu_slots_.size());
+  if (name.empty()) return InvalidArgumentError("name a GPU by its index or its UUID (tau nodes lists them)");
+  if (name.find_first_not_of("0123456789") == std::string::npos) {
+    if (name.size() <= 6 && static_cast<size_t>(std::stoul(name)) < count) return static_cast<size_t>(std::stoul(name));
+    return NotFoundError(fmt::format("this machine has no GPU {} (it has {}: 0 to {}; tau nodes lists them)", name,
+                                     count, count == 0 ? 0 : count - 1));
   }
-  return NotFoundError(fmt::format("this machine has no GPU \"{}\" (tau nodes lists them)", uuid));
+  std::vector<size_t> matches;
+  for (size_t g = 0; g < count; ++g) {
+    const std::string& uuid = options_.gpu_info[g].uuid;
+    if (uuid == name) return g;
+    if (uuid.rfind(name, 0) == 0) matches.push_back(g);
+  }
+  if (matches.size() == 1) return matches.front();
+  if (matches.empty()) return NotFoundError(fmt::format("this machine has no GPU \"{}\" (tau nodes lists them)", name));
+  std::vector<std::string> named;
+  for (size_t g : matches) named.push_back(fmt::format("{} ({})", options_.gpu_info[g].uuid, g));
+  return InvalidArgumentError(fmt::format("\"{}\" is the start of {} GPUs' UUIDs: {}; give more of it, or the index",
+                                          name, matches.size(), Join(named, ", ")));
+}
+
+Result<std::string> JobManager::GpuUuidOf(const std::string& name) const {
+  TAU_ASSIGN_OR_RETURN(size_t g, FindGpu(name));
+  return GpuUuid(g);
 }
 
 void JobManager::SaveGpu(size_t g) {
@@ -111,6 +146,33 @@ void JobManager::LoadGpuState() {
     slot.drained = r.drained;
     if (auto state = gpu::ParseHealthState(r.state)) slot.health.Restore(*state, r.reason, r.message);
   }
+  // The ECC counts last seen: errors that arrived while no daemon watched
+  // show at the first poll.
+  for (size_t g = 0; g < gpu_slots_.size() && g < options_.gpu_info.size(); ++g) {
+    auto stored = store_->Setting(EccBaselineKey(GpuUuid(g)));
+    if (!stored.ok()) {
+      log::Error("gpu", "cannot load a GPU's ECC count", {{"gpu", GpuUuid(g)}, {"error", stored.status().ToString()}});
+      continue;
+    }
+    if (stored->empty()) continue;
+    char* end = nullptr;
+    long long n = std::strtoll(stored->c_str(), &end, 10);
+    if (*end != '\0' || n < 0) continue;  // not ours to interpret: the first poll sets it again
+    gpu_slots_[g].health.RestoreEccBaseline(n);
+    gpu_slots_[g].stored_ecc = n;
+  }
+}
+
+void JobManager::SaveEccBaseline(size_t g) {
+  if (g >= gpu_slots_.size() || g >= options_.gpu_info.size()) return;
+  GpuSlot& slot = gpu_slots_[g];
+  const std::optional<int64_t> baseline = slot.health.ecc_baseline();
+  if (!baseline || baseline == slot.stored_ecc) return;
+  if (Status st = store_->SetSetting(EccBaselineKey(GpuUuid(g)), std::to_string(*baseline)); !st.ok()) {
+    log::Error("gpu", "cannot store a GPU's ECC count", {{"gpu", GpuUuid(g)}, {"error", st.ToString()}});
+    return;
+  }
+  slot.stored_ecc = baseline;
 }
 
 void JobManager::ApplyGpuChange(size_t g, const std::optional<gpu::HealthChange>& change) {
@@ -169,6 +231,7 @@ void JobManager::OnGpuSample(int index, gpu::GpuSample sample) {
   slot.foreign_pids = std::move(foreign);
   const bool node_reboot = sample.recovery_action == 2;
   ApplyGpuChange(g, slot.health.OnSample(sample));
+  SaveEccBaseline(g);
   if (node_reboot) {
     // The driver asks for a reboot of the machine: every GPU is out.
     for (size_t all = 0; all < gpu_slots_.size(); ++all) {
@@ -213,19 +276,25 @@ void JobManager::OnGpuXid(gpu::XidEvent event) {
   }
 }
 
-Status JobManager::ClearGpu(const std::string& uuid) {
-  TAU_ASSIGN_OR_RETURN(size_t g, FindGpu(uuid));
+void JobManager::OnGpuXidUnreadable(int index, std::optional<std::string> why) {
+  if (index < 0 || static_cast<size_t>(index) >= gpu_slots_.size()) return;
+  ApplyGpuChange(static_cast<size_t>(index), gpu_slots_[static_cast<size_t>(index)].health.OnXidUnreadable(std::move(why)));
+}
+
+Status JobManager::ClearGpu(const std::string& name) {
+  TAU_ASSIGN_OR_RETURN(size_t g, FindGpu(name));
   auto change = gpu_slots_[g].health.Clear();
   if (!options_.gpu_health_monitored) {
     auto healthy = gpu_slots_[g].health.OnSample(gpu::GpuSample{.readable = true});
     if (healthy) change = healthy;
   }
   ApplyGpuChange(g, change);
+  SaveEccBaseline(g);
   return Status::Ok();
 }
 
-Status JobManager::DrainGpu(const std::string& uuid, bool drained) {
-  TAU_ASSIGN_OR_RETURN(size_t g, FindGpu(uuid));
+Status JobManager::DrainGpu(const std::string& name, bool drained) {
+  TAU_ASSIGN_OR_RETURN(size_t g, FindGpu(name));
   if (gpu_slots_[g].drained == drained) return Status::Ok();
   gpu_slots_[g].drained = drained;
   TAU_RETURN_IF_ERROR(AppendGpuEvent(g, drained ? "Drained" : "Undrained", "",
@@ -278,7 +347,16 @@ std::string JobManager::GpusJson() {
                         {"message", e.message}});
     }
   }
-  return nlohmann::json{{"monitored", options_.gpu_health_monitored}, {"gpus", gpus}, {"events", events}}.dump();
+  // Out of service: drained or Unhealthy (a Suspect GPU still takes work).
+  int64_t out_of_service = 0;
+  for (const GpuSlot& slot : gpu_slots_) {
+    out_of_service += slot.drained || slot.health.state() == HealthState::kUnhealthy ? 1 : 0;
+  }
+  return nlohmann::json{{"monitored", options_.gpu_health_monitored},
+                        {"out_of_service", out_of_service},
+                        {"gpus", gpus},
+                        {"events", events}}
+      .dump();
 }
 
 }  // namespace tau::server

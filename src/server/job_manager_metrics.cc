@@ -17,6 +17,7 @@ namespace {
 struct StateGauge {
   const char* name;
   const char* help;
+  Registry::Type type = Registry::Type::kGauge;  // a counter mirrors one kept elsewhere
 };
 constexpr StateGauge kStateGauges[] = {
     {"taugrid_jobs", "Jobs by state, queue and workspace (finished ones included until removed)."},
@@ -36,7 +37,8 @@ constexpr StateGauge kStateGauges[] = {
     {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)."},
     {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."},
     {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)."},
-    {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors."},
+    // Typed as dcgm-exporter types them (its default-counters.csv).
+    {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.", Registry::Type::kCounter},
     {"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered."},
 };
 
@@ -57,7 +59,7 @@ void DefineMetrics(Registry& r, const std::string& version) {
            "Running jobs whose TAU_METRICS_FILE got no line for longer than the stall time.");
   r.Define("taugrid_api_request_duration_seconds", T::kHistogram, "HTTP API requests by route, method and status.",
            Registry::SecondsBuckets());
-  for (const StateGauge& g : kStateGauges) r.Define(g.name, T::kGauge, g.help);
+  for (const StateGauge& g : kStateGauges) r.Define(g.name, g.type, g.help);
 }
 
 void JobManager::Count(const std::string& name, const metrics::Labels& labels, double delta) {
@@ -136,7 +138,7 @@ void JobManager::CollectMetrics() {
     for (gpu::HealthState s : {gpu::HealthState::kUnknown, gpu::HealthState::kHealthy, gpu::HealthState::kSuspect,
                                gpu::HealthState::kUnhealthy}) {
       r->Set("taugrid_gpu_health_state",
-             {{"gpu", std::to_string(g)}, {"uuid", uuid}, {"state", std::string(gpu::HealthStateName(s))}},
+             {{"gpu", std::to_string(g)}, {"UUID", uuid}, {"state", std::string(gpu::HealthStateName(s))}},
              gpu_slots_[g].health.state() == s ? 1 : 0);
     }
     const gpu::GpuSample& s = gpu_slots_[g].health.last_sample();
@@ -149,7 +151,7 @@ void JobManager::CollectMetrics() {
         r->Set("DCGM_FI_DEV_FB_FREE", dcgm, static_cast<double>(options_.gpu_info[g].memory_mib - *s.memory_used_mib));
       }
     }
-    if (s.ecc_uncorrected) r->Set("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", dcgm, static_cast<double>(*s.ecc_uncorrected));
+    if (s.ecc_uncorrected) r->SetCounter("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", dcgm, static_cast<double>(*s.ecc_uncorrected));
     r->Set("DCGM_FI_DEV_XID_ERRORS", dcgm, g < last_xid_.size() ? static_cast<double>(last_xid_[g]) : 0);
   }
 }

@@ -2,8 +2,8 @@
 // GPU. It exports the NVML symbols TauGrid uses and answers from a JSON
 // scenario named by TAU_FAKE_NVML (format: docs/gpu-health.md). The file is
 // read again whenever it changes, so a test can change a GPU mid-run;
-// scripted "events" and "changes" happen at `at_s` seconds after the
-// process's first nvmlInit_v2.
+// scripted "events" and "changes" happen at `at_s` seconds after
+// nvmlInit_v2 (the first one, or the first after NVML was shut down).
 
 #include <sys/stat.h>
 
@@ -113,9 +113,12 @@ FAKE_EXPORT nvml::Return nvmlInit_v2() {
   std::lock_guard lock(mu);
   Load();
   if (scenario.contains("init_error")) return scenario["init_error"].get<int>();
-  if (!started_set) {
+  if (!started_set || init_count == 0) {
+    // Scripted time starts at the first initialisation, and again after a
+    // full shutdown (a test opening NVML afresh sees its events anew).
     started = std::chrono::steady_clock::now();
     started_set = true;
+    next_event = 0;
   }
   ++init_count;
   return nvml::kSuccess;
@@ -300,9 +303,18 @@ FAKE_EXPORT nvml::Return nvmlDeviceGetComputeRunningProcesses_v3(nvml::Device de
   return nvml::kSuccess;
 }
 
+FAKE_EXPORT nvml::Return nvmlDeviceGetTemperatureThreshold(nvml::Device dev, unsigned type, unsigned* t) {
+  if (type == nvml::kTemperatureThresholdSlowdown) return Field(dev, "temperature_slowdown_c", t);
+  if (type == nvml::kTemperatureThresholdShutdown) return Field(dev, "temperature_shutdown_c", t);
+  return nvml::kNotSupported;
+}
+
+// "event_set_create_error": nvmlEventSetCreate answers this code while set.
 FAKE_EXPORT nvml::Return nvmlEventSetCreate(nvml::EventSet* set) {
   std::lock_guard lock(mu);
+  Load();
   if (init_count == 0) return nvml::kUninitialized;
+  if (int error = scenario.value("event_set_create_error", 0); error != 0) return error;
   *set = reinterpret_cast<nvml::EventSet>(0x1);
   return nvml::kSuccess;
 }
@@ -315,10 +327,14 @@ FAKE_EXPORT nvml::Return nvmlDeviceGetSupportedEventTypes(nvml::Device dev, unsi
   return nvml::kSuccess;
 }
 
+// A device's "register_events_error": nvmlDeviceRegisterEvents answers
+// this code for it while set.
 FAKE_EXPORT nvml::Return nvmlDeviceRegisterEvents(nvml::Device dev, unsigned long long, nvml::EventSet) {
   std::lock_guard lock(mu);
+  Load();
   json d;
-  return Lookup(dev, &d);
+  if (nvml::Return r = Lookup(dev, &d); r != nvml::kSuccess) return r;
+  return d.value("register_events_error", 0);
 }
 
 FAKE_EXPORT nvml::Return nvmlEventSetWait_v2(nvml::EventSet, nvml::EventData* data, unsigned timeout_ms) {
@@ -328,6 +344,8 @@ FAKE_EXPORT nvml::Return nvmlEventSetWait_v2(nvml::EventSet, nvml::EventData* da
       std::lock_guard lock(mu);
       Load();
       if (init_count == 0) return nvml::kUninitialized;
+      // "event_wait_error": every wait answers this code while set.
+      if (int error = scenario.value("event_wait_error", 0); error != 0) return error;
       const json events = scenario.value("events", json::array());
       if (next_event < events.size() && events[next_event].value("at_s", 0.0) <= Elapsed()) {
         const json& e = events[next_event++];

@@ -235,6 +235,11 @@ TEST_F(GpuHealthTest, MetricsAreLintCleanAndNameGpusAsDcgmExporterDoes) {
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"GPU-0000-aaaa\",pci_bus_id=\"00000000:18:00.0\","
                               "device=\"nvidia0\",modelName=\"NVIDIA H200\",Hostname=\""));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_XID_ERRORS{gpu=\"1\""));
+  // Typed as dcgm-exporter types them; the health gauge labelled UUID as DCGM's are.
+  EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL\\{gpu=\"0\",UUID=\"GPU-0000-aaaa\"[^}]*\\} 0\n"));
+  EXPECT_THAT(text, HasSubstr("taugrid_gpu_health_state{gpu=\"0\",UUID=\"GPU-0000-aaaa\",state=\"Healthy\"} 1\n"));
   EXPECT_THAT(text, ::testing::ContainsRegex("DCGM_FI_DEV_XID_ERRORS\\{gpu=\"1\"[^}]*\\} 63\n"));
   EXPECT_THAT(text, HasSubstr("taugrid_api_request_duration_seconds_count{route=\"/api/v1/jobs/{job}\",method=\"GET\",code=\"200\"}"));
 
@@ -249,6 +254,35 @@ TEST_F(GpuHealthTest, MetricsAreLintCleanAndNameGpusAsDcgmExporterDoes) {
     if (line.empty()) continue;
     EXPECT_EQ(line.rfind("DCGM_", 0), 0u) << "a finding outside the DCGM_* families: " << line;
   }
+}
+
+// nvmlEventSetWait_v2 failing does not end the watch: the GPUs are
+// Suspect while their events cannot be read, Healthy once a new event set
+// reads, and an XID after that is still acted on.
+TEST_F(GpuHealthTest, XidEventsAreWatchedAgainAfterNvmlEventErrors) {
+  ASSERT_TRUE(WaitUntil([&] { return Health(0) == "Healthy" && Health(1) == "Healthy"; }));
+  auto with = [&](const std::string& extra, const std::string& events) {
+    std::ofstream(scenario_.string() + ".new") << R"({"driver_version": "580.159.03", "devices": )" << kDevices
+                                               << R"(, "events": )" << events << extra << "}";
+    fs::rename(scenario_.string() + ".new", scenario_);
+  };
+  with(R"(, "event_wait_error": 999)", "[]");
+  ASSERT_TRUE(WaitUntil([&] { return Health(0) == "Suspect" && Health(1) == "Suspect"; })) << Gpus().dump();
+  nlohmann::json g0 = Gpus()["gpus"][0];
+  EXPECT_EQ(g0["reason"], "XidEventsUnreadable");
+  EXPECT_THAT(g0["message"].get<std::string>(), HasSubstr("nvmlEventSetWait_v2: NVML_ERROR_UNKNOWN (999)"));
+  EXPECT_EQ(Gpus()["out_of_service"], 0) << "Suspect GPUs are still in service";
+
+  with("", "[]");
+  ASSERT_TRUE(WaitUntil([&] { return Health(0) == "Healthy" && Health(1) == "Healthy"; })) << Gpus().dump();
+  with("", R"([{"at_s": 0, "gpu": 0, "xid": 95}])");
+  ASSERT_TRUE(WaitUntil([&] { return Health(0) == "Unhealthy"; })) << Gpus().dump();
+  EXPECT_EQ(Gpus()["gpus"][0]["reason"], "XidFatal");
+  // By index, as tau nodes shows it.
+  CommandResult cleared = Tau({"admin", "gpu", "clear", "0"});
+  ASSERT_EQ(cleared.exit_code, 0) << cleared.err;
+  EXPECT_THAT(cleared.out, HasSubstr("GPU-0000-aaaa: cleared"));
+  ASSERT_TRUE(WaitUntil([&] { return Health(0) == "Healthy"; }));
 }
 
 TEST_F(GpuHealthTest, ASubmitForAGpuClassTheMachineLacksIsRefused) {

@@ -34,10 +34,11 @@ function progress(job) {
 async function overview() {
   const [info, queues, gpus] = await Promise.all([api("/info"), api("/queues"), api("/gpus")]);
   const count = s => (info.jobs && info.jobs[s]) || 0;
-  const unhealthy = gpus.gpus.filter(g => g.health !== "Healthy").length;
+  // Drained or Unhealthy, as the server counts them: a Suspect GPU still takes work.
+  const outOfService = gpus.out_of_service;
   main.innerHTML = `<h1>Overview</h1><div class="cards">` +
     [["Running", count("Running") + count("Admitted")], ["Pending", count("Queued")], ["Retrying", count("Retrying")],
-     ["Failed", count("Failed")], ["GPUs", gpus.gpus.length], ["GPUs out of service", unhealthy]]
+     ["Failed", count("Failed")], ["GPUs", gpus.gpus.length], ["GPUs out of service", outOfService]]
       .map(([k, v]) => `<div class="card"><div class="n">${v}</div><div class="muted">${esc(k)}</div></div>`).join("") +
     `</div><h2>Queue pressure</h2>` +
     table(["ClusterQueue", "Pending", "Admitted"], queues.cluster_queues.map(q => [esc(q.name), q.pending, q.admitted])) +
