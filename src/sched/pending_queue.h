@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -18,6 +19,11 @@ namespace tau::sched {
 // Erase, Contains and Position are O(log n) (an order-statistics tree);
 // iteration is in queue order and an iterator stays valid until its own
 // entry is erased or Rescore() runs.
+//
+// Entries are also grouped by shape (an opaque key the caller gives: the
+// engine's is what flavor assignment reads of a workload), each group in
+// queue order, so that a pass can find the first workload of each shape
+// from a place in the queue without walking the workloads between.
 class PendingQueue {
  public:
   struct Entry {
@@ -36,10 +42,19 @@ class PendingQueue {
   using Tree = __gnu_pbds::tree<Entry, __gnu_pbds::null_type, std::less<Entry>, __gnu_pbds::rb_tree_tag,
                                 __gnu_pbds::tree_order_statistics_node_update>;
   using const_iterator = Tree::const_iterator;
+  // Entries of one shape in queue order; also searchable by an Entry.
+  struct ByOrder {
+    using is_transparent = void;
+    bool operator()(const_iterator a, const_iterator b) const { return *a < *b; }
+    bool operator()(const_iterator a, const Entry& b) const { return *a < b; }
+    bool operator()(const Entry& a, const_iterator b) const { return a < *b; }
+  };
+  using ShapeSet = std::set<const_iterator, ByOrder>;
+  using Shapes = std::unordered_map<std::string, ShapeSet>;
 
-  // Queues `w` behind every entry that compares equal to it. A workload
-  // already queued under the same id is replaced.
-  void Insert(const Workload& w, double score);
+  // Queues `w` behind every entry that compares equal to it, in the group
+  // of `shape`. A workload already queued under the same id is replaced.
+  void Insert(const Workload& w, double score, const std::string& shape = {});
   // Forgets `id`; false when it is not queued.
   bool Erase(const std::string& id);
   // Forgets the entry at `it`; the iterator to the entry after it.
@@ -47,6 +62,13 @@ class PendingQueue {
   bool Contains(const std::string& id) const { return index_.count(id) > 0; }
   // The 1-based place of `id` in queue order; 0 when it is not queued.
   size_t Position(const std::string& id) const;
+  // The number of entries before `e` in queue order (O(log n)).
+  size_t CountBefore(const Entry& e) const { return entries_.order_of_key(e); }
+  // The entry of `id` and its shape; end() and nullptr when not queued.
+  const_iterator Find(const std::string& id) const;
+  const std::string* ShapeOf(const std::string& id) const;
+  // The queued entries by shape; a shape with no entry left is absent.
+  const Shapes& shapes() const { return shapes_; }
 
   // Re-keys every entry by `score_of(id)`, keeping the insertion order
   // among equals (admission fair sharing after a usage change).
@@ -59,8 +81,15 @@ class PendingQueue {
       rekeyed.insert(n);
     }
     entries_.swap(rekeyed);
-    index_.clear();
-    for (auto it = entries_.begin(); it != entries_.end(); ++it) index_.emplace(it->id, it);
+    std::unordered_map<std::string, Indexed> index;
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      Indexed& i = index[it->id];
+      i.it = it;
+      i.shape = index_.at(it->id).shape;
+    }
+    for (auto& [shape, set] : shapes_) set.clear();
+    for (auto& [id, i] : index) i.shape->second.insert(i.it);
+    index_.swap(index);
   }
 
   const_iterator begin() const { return entries_.begin(); }
@@ -69,8 +98,15 @@ class PendingQueue {
   bool empty() const { return entries_.empty(); }
 
  private:
+  struct Indexed {
+    const_iterator it;
+    Shapes::iterator shape;  // stable: an unordered_map's nodes do not move
+  };
+  void Unlink(const Indexed& i);
+
   Tree entries_;
-  std::unordered_map<std::string, const_iterator> index_;
+  std::unordered_map<std::string, Indexed> index_;
+  Shapes shapes_;
   uint64_t next_arrival_ = 0;
 };
 

@@ -95,5 +95,41 @@ TEST(PendingQueueTest, PositionFollowsQueueOrderThroughInsertsErasesAndRescores)
   EXPECT_EQ(q.Position("mid"), 2u);
 }
 
+std::map<std::string, std::vector<std::string>> ByShape(const PendingQueue& q) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [shape, set] : q.shapes()) {
+    for (PendingQueue::const_iterator it : set) out[shape].push_back(it->id);
+  }
+  return out;
+}
+
+TEST(PendingQueueTest, GroupsByShapeInQueueOrderThroughErasesAndRescores) {
+  PendingQueue q;
+  q.Insert(W("small-old", 0, 1), 0, "small");
+  q.Insert(W("big", 0, 2), 0, "big");
+  q.Insert(W("small-high", 5, 3), 0, "small");
+  q.Insert(W("small-new", 0, 4), 0, "small");
+  using Groups = std::map<std::string, std::vector<std::string>>;
+  EXPECT_EQ(ByShape(q), (Groups{{"big", {"big"}}, {"small", {"small-high", "small-old", "small-new"}}}));
+  ASSERT_NE(q.ShapeOf("big"), nullptr);
+  EXPECT_EQ(*q.ShapeOf("big"), "big");
+  EXPECT_EQ(q.ShapeOf("absent"), nullptr);
+  // The first of a shape from a place in the queue.
+  const auto& small = q.shapes().at("small");
+  auto from = small.lower_bound(*q.Find("big"));
+  ASSERT_NE(from, small.end());
+  EXPECT_EQ((*from)->id, "small-new");
+  EXPECT_EQ(q.CountBefore(*q.Find("big")), 2u);
+  // A shape whose last entry goes is gone; re-inserting moves an id.
+  EXPECT_TRUE(q.Erase("big"));
+  q.Erase(q.Find("small-high"));
+  q.Insert(W("small-old", 0, 1), 0, "big");
+  EXPECT_EQ(ByShape(q), (Groups{{"big", {"small-old"}}, {"small", {"small-new"}}}));
+  std::map<std::string, double> scores = {{"small-old", 2}, {"small-new", 1}};
+  q.Rescore([&](const std::string& id) { return scores.at(id); });
+  q.Insert(W("another", 0, 9), 1.5, "big");
+  EXPECT_EQ(ByShape(q), (Groups{{"big", {"another", "small-old"}}, {"small", {"small-new"}}}));
+}
+
 }  // namespace
 }  // namespace tau::sched
