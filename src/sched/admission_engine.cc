@@ -150,7 +150,7 @@ std::optional<std::string> AdmissionEngine::ClusterQueueOf(const Workload& w, Pe
 
 void AdmissionEngine::Enqueue(QueueState& q, const Workload& w) {
   const bool afs = UsesAdmissionFairSharing(q);
-  q.pending.Insert(w, afs ? LocalQueueScore(w.namespace_, w.local_queue) : 0);
+  q.pending.Insert(w, afs ? LocalQueueScore(w.namespace_, w.local_queue) : 0, ShapeOf(w));
   enqueued_pass_[w.id] = pass_;
 }
 
@@ -253,11 +253,14 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
       }
       if (fit == Fit::kNeedsPreemption && simulate_preemption && q.spec->flavor_fungibility.when_can_preempt == "MayStopSearch") {
         // Would preempting on this flavor find victims? Without any, the
-        // search goes on as if the flavor did not fit now.
+        // search goes on as if the flavor did not fit now. A queue that
+        // never preempts has none, whoever asks.
         FlavorResourceAmounts on_flavor;
         for (const auto& [resource, amount] : wanted) on_flavor[{f.name, resource}] = amount;
-        *consulted_victims = true;
-        if (const_cast<AdmissionEngine*>(this)->FindVictims(q, w, on_flavor).empty()) {
+        const Preemption& p = q.spec->preemption;
+        const bool never = p.within_cluster_queue == "Never" && p.reclaim_within_cohort == "Never";
+        if (!never) *consulted_victims = true;
+        if (never || const_cast<AdmissionEngine*>(this)->FindVictims(q, w, on_flavor).empty()) {
           if (best_rank < 0) {
             best_rank = Rank(fit, level);
             best_fit = fit;
@@ -478,12 +481,30 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   pass_victims_.clear();
   pass_reserved_.clear();
   needs_another_pass_ = false;
+  pass_stats_ = {};
   std::unordered_set<std::string> parked;  // workloads that cannot go this pass
   std::set<std::string> blocked_queues; // StrictFIFO queues whose head cannot go
   // Per queue, where the scan for its next candidate starts: everything
   // before it is held, backing off or parked for the rest of the pass (an
   // admitted head is erased, so the next one moves into its place).
   std::map<const QueueState*, PendingQueue::const_iterator> scan_from;
+  // The queues that are the only one of their tree with candidates left
+  // (from the start, or since a cycle that nominated no other queue of the
+  // tree: a queue with no candidate gets none back within a pass); those
+  // that can be are decided by shape from then on.
+  std::unordered_set<const QueueState*> alone;
+  std::unordered_map<const QueueState*, ShapeScan> shape_scans;
+  {
+    std::unordered_map<QuotaTree::NodeId, std::vector<const QueueState*>> live;
+    for (const auto& [name, q] : queues_) {
+      if (decides(q) && q.inactive_reason.empty() && q.spec->stop_policy == "None" && !q.pending.empty()) {
+        live[q.root].push_back(&q);
+      }
+    }
+    for (const auto& [root, qs] : live) {
+      if (qs.size() == 1) alone.insert(qs.front());
+    }
+  }
   struct Candidate {
     QueueState* queue;
     const Workload* workload;
@@ -560,14 +581,39 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       at = c.queue->pending.begin();
     }
   };
+  // Cycles run: a queue decided by shape offers its next candidate in the
+  // cycle where visiting each workload would have reached it (each
+  // workload parked before it takes a cycle), so that admissions of
+  // different trees come in the same order.
+  uint64_t cycle = 0;
   while (true) {
     // One candidate per queue: its first workload not held or parked.
     std::vector<Candidate> candidates;
+    std::optional<uint64_t> next_ready;  // the earliest cycle a waiting candidate is due
     for (auto& [name, q] : queues_) {
       if (!q.inactive_reason.empty() || q.spec->stop_policy != "None" || blocked_queues.count(name) || !decides(q)) {
         continue;
       }
       auto& i = scan_from.try_emplace(&q, q.pending.begin()).first->second;
+      if (alone.count(&q) && DecidesByShape(q)) {
+        auto [it, fresh] = shape_scans.try_emplace(&q);
+        ShapeScan& scan = it->second;
+        if (fresh) BeginShapeScan(q, i, &scan);
+        if (!scan.next) {
+          Choice choice;
+          size_t passed_over = 0;
+          if (const Workload* w = NextByShape(q, &i, &scan, parked, &choice, &passed_over)) {
+            scan.next = ShapeScan::Next{w, std::move(choice), cycle + passed_over};
+          }
+        }
+        if (scan.next && scan.next->cycle <= cycle) {
+          candidates.push_back({&q, scan.next->workload, std::move(scan.next->choice), {}});
+          scan.next.reset();
+        } else if (scan.next) {
+          next_ready = std::min(next_ready.value_or(scan.next->cycle), scan.next->cycle);
+        }
+        continue;
+      }
       for (; i != q.pending.end(); ++i) {
         const std::string& id = i->id;
         if ((!held_.empty() && held_.count(id)) || (!backoff_until_.empty() && backoff_until_.count(id)) ||
@@ -580,11 +626,24 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         if (const LocalQueue* lq = has_stopped_local_queue_ ? LocalQueueOf(w) : nullptr; lq && lq->stop_policy != "None") {
           continue;
         }
+        ++pass_stats_.nominated;
         candidates.push_back({&q, &w, AssignFlavors(q, w, /*simulate_preemption=*/true), {}});
         break;
       }
     }
-    if (candidates.empty()) break;
+    if (candidates.empty()) {
+      if (!next_ready) break;
+      cycle = *next_ready;  // the cycles between only park workloads
+      continue;
+    }
+    ++cycle;
+    {
+      std::unordered_map<QuotaTree::NodeId, std::vector<const QueueState*>> nominated;
+      for (const Candidate& c : candidates) nominated[c.queue->root].push_back(c.queue);
+      for (const auto& [root, qs] : nominated) {
+        if (qs.size() == 1) alone.insert(qs.front());
+      }
+    }
     for (Candidate& c : candidates) {
       if (c.choice.fit == Fit::kNeedsPreemption) c.targets = FindVictimsForPass(*c.queue, *c.workload, c.choice.admission.usage);
     }
@@ -724,6 +783,9 @@ std::optional<PendingInfo> AdmissionEngine::Why(const std::string& id) const {
   } else if (auto v = verdicts_.find(id); v != verdicts_.end() && v->second.pass == decided->second) {
     info.reason = v->second.reason;
     info.message = v->second.message;
+  } else if (const ShapeVerdict* sv = TimelineVerdict(q, id, decided->second)) {
+    info.reason = sv->reason;
+    info.message = sv->message;
   } else {
     // Not reached by the pass: behind the queue's head (a blocked StrictFIFO head).
     info.reason = "WaitingForQuota";

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/status.h"
@@ -98,6 +99,14 @@ class AdmissionEngine {
   // Test hook: with `false`, every pass decides every tree from scratch and
   // nothing is remembered (the reference the incremental passes must match).
   void SetIncrementalForTesting(bool incremental) { incremental_ = incremental; }
+  // What the last Schedule() did: the workloads it nominated (assigned
+  // flavors to as a queue's candidate, or to judge one it passed over) and
+  // the queues it decided by shape (DecidesByShape).
+  struct PassStats {
+    size_t nominated = 0;
+    size_t by_shape = 0;
+  };
+  const PassStats& LastPassStats() const { return pass_stats_; }
 
   // Workloads Schedule() decided to preempt since the last call. They keep
   // their quota until Remove() is called for them (once they have stopped);
@@ -138,12 +147,31 @@ class AdmissionEngine {
   std::optional<std::string> ClusterQueueOf(const Workload& w, PendingInfo* why) const;
 
  private:
+  // What the last pass that decided a queue by shape (DecidesByShape) left
+  // for Why(): from `start` on in queue order, the stretches between two
+  // candidates, each with the verdict of every shape whose workloads the
+  // pass parked there. A stretch whose workloads were all skipped or
+  // parked one by one is left out.
+  struct ShapeVerdict {
+    std::string shape, reason, message;
+  };
+  struct Stretch {
+    std::optional<PendingQueue::Entry> end;  // exclusive; nullopt: to the queue's end
+    std::vector<ShapeVerdict> verdicts;
+  };
+  struct Timeline {
+    uint64_t pass = 0;  // the pass that wrote it; 0: none
+    PendingQueue::Entry start;
+    std::vector<Stretch> stretches;
+    std::unordered_set<std::string> skipped;  // held or backing off in that pass
+  };
   struct QueueState {
     const ClusterQueue* spec = nullptr;
     QuotaTree::NodeId node = 0;
     QuotaTree::NodeId root = 0;  // of its cohort tree
     std::string inactive_reason;  // "" when active
     PendingQueue pending;
+    Timeline timeline;
   };
   struct Choice {
     QuotaTree::Fit fit = QuotaTree::Fit::kNoFit;
@@ -161,6 +189,12 @@ class AdmissionEngine {
   // same (QuotaTree::Version), unless it looked for victims: a queue of
   // workloads that do not fit is then not re-evaluated one by one.
   Choice AssignFlavors(const QueueState& q, const Workload& w, bool simulate_preemption = false) const;
+  // The same for a workload whose shape (ShapeOf) is known.
+  Choice AssignFlavorsOfShape(const QueueState& q, const Workload& w, bool simulate_preemption,
+                              const std::string& shape) const;
+  // Everything of a workload that flavor assignment reads, except what only
+  // a victim search reads (its id and priority), as one key.
+  static std::string ShapeOf(const Workload& w);
   // AssignFlavors without the memo; `consulted_victims` is set when the
   // answer depended on a victim search.
   Choice ComputeFlavors(const QueueState& q, const Workload& w, bool simulate_preemption,
@@ -283,6 +317,51 @@ class AdmissionEngine {
   // changes no usage, so every other verdict still holds). False when a
   // pass is needed. `w` is already queued in `q`.
   bool DecideWithoutPass(const QueueState& q, const Workload& w);
+  // Deciding a queue by shape (admission_by_shape.cc). Once a queue is the
+  // only one of its cohort tree with candidates left in a pass, nothing
+  // but its own admissions changes the tree's usage until the pass ends,
+  // and usage only grows: a workload that does not fit stays parked, and
+  // its verdict depends only on its shape and the usage when the pass
+  // reaches it. For a BestEffortFIFO queue that cannot preempt, the pass
+  // then jumps from one candidate to the next: the first workload in
+  // queue order whose shape fits now, found from the first eligible
+  // workload of each shape; the workloads it passes over are parked with
+  // their shape's verdict, recorded once per stretch (Timeline) instead of
+  // once per workload. The decisions and reasons are those of visiting
+  // every workload.
+  bool DecidesByShape(const QueueState& q) const;
+  struct ShapeScan {
+    struct Cursor {
+      const std::string* shape;
+      const PendingQueue::ShapeSet* set;
+      PendingQueue::ShapeSet::const_iterator at;
+    };
+    std::vector<Cursor> cursors;
+    std::string last_candidate;  // when it is still queued, the cursors are found again
+    // The candidate found, and the cycle of the pass in which it is due.
+    struct Next {
+      const Workload* workload;
+      Choice choice;
+      uint64_t cycle;
+    };
+    std::optional<Next> next;
+    // The workloads the pass skips in the queue (held or backing off), in
+    // queue order.
+    std::vector<PendingQueue::Entry> skipped;
+  };
+  // Starts deciding `q` by shape at `from` in this pass.
+  void BeginShapeScan(QueueState& q, PendingQueue::const_iterator from, ShapeScan* scan);
+  // The first workload at or after `*from` that is eligible (not held,
+  // backing off or in `parked`) and fits now, with its choice; records the
+  // verdicts of the shapes passed over, counts the eligible workloads
+  // before it (each of which visiting them one by one parks in a cycle of
+  // its own) and moves `*from` to it (end() when none is left).
+  const Workload* NextByShape(QueueState& q, PendingQueue::const_iterator* from, ShapeScan* scan,
+                              const std::unordered_set<std::string>& parked, Choice* choice,
+                              size_t* passed_over);
+  // The verdict a pass that decided `q` by shape gave pending workload
+  // `id`, when that pass is `pass`; nullptr otherwise.
+  const ShapeVerdict* TimelineVerdict(const QueueState& q, const std::string& id, uint64_t pass) const;
   void TouchWorkload(const std::string& workload_id);
 
   KueueConfig config_;
@@ -305,6 +384,7 @@ class AdmissionEngine {
   // admission) and the quota reserved for those preemptors.
   std::set<std::string> pass_admitted_;
   bool needs_another_pass_ = false;  // see NeedsAnotherPass()
+  PassStats pass_stats_;
   std::set<std::string> pass_victims_;
   std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> pass_reserved_;
   // Why a workload waits is computed on demand (Why()) from what the last

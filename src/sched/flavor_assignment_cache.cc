@@ -9,22 +9,23 @@
 namespace tau::sched {
 namespace {
 
-// Everything of a workload that flavor assignment reads, except what only
-// a victim search reads (its id and priority; such answers are not kept).
-std::string ShapeKey(QuotaTree::NodeId node, const Workload& w, bool simulate_preemption) {
+void Number(std::string& key, int64_t n) {
+  key += std::to_string(n);
+  key += ';';
+}
+
+}  // namespace
+
+std::string AdmissionEngine::ShapeOf(const Workload& w) {
   std::string key;
-  key.reserve(64);
-  auto number = [&](int64_t n) {
-    key += std::to_string(n);
-    key += ';';
-  };
-  // Lengths before strings, so that no value can imitate a separator.
+  key.reserve(48);
+  auto number = [&](int64_t n) { Number(key, n); };
+  // Lengths before strings and counts before lists, so that no value can
+  // imitate a separator.
   auto text = [&](const std::string& s) {
     number(static_cast<int64_t>(s.size()));
     key += s;
   };
-  number(node);
-  number(simulate_preemption ? 1 : 0);
   number(w.count);
   number(static_cast<int64_t>(w.per_pod.size()));
   for (const auto& [resource, amount] : w.per_pod) {
@@ -36,6 +37,7 @@ std::string ShapeKey(QuotaTree::NodeId node, const Workload& w, bool simulate_pr
     text(k);
     text(v);
   }
+  number(static_cast<int64_t>(w.tolerations.size()));
   for (const Toleration& t : w.tolerations) {
     text(t.key);
     text(t.op);
@@ -44,6 +46,8 @@ std::string ShapeKey(QuotaTree::NodeId node, const Workload& w, bool simulate_pr
   }
   return key;
 }
+
+namespace {
 
 // Bounds the memo: shapes seen under older versions pile up otherwise.
 constexpr size_t kMaxCachedChoices = 1 << 14;
@@ -56,14 +60,27 @@ AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, cons
     bool consulted_victims = false;
     return ComputeFlavors(q, w, simulate_preemption, &consulted_victims);
   }
+  return AssignFlavorsOfShape(q, w, simulate_preemption, ShapeOf(w));
+}
+
+AdmissionEngine::Choice AdmissionEngine::AssignFlavorsOfShape(const QueueState& q, const Workload& w,
+                                                              bool simulate_preemption,
+                                                              const std::string& shape) const {
+  bool consulted_victims = false;
+  if (!incremental_) return ComputeFlavors(q, w, simulate_preemption, &consulted_victims);
   const uint64_t version = tree_.Version(q.node);
-  std::string key = ShapeKey(q.node, w, simulate_preemption);
+  // The ClusterQueue and the mode first: the shape's own fields are
+  // length-prefixed, so nothing after them can be confused with them.
+  std::string key;
+  key.reserve(shape.size() + 16);
+  Number(key, q.node);
+  Number(key, simulate_preemption ? 1 : 0);
+  key += shape;
   if (auto it = choice_cache_.find(key); it != choice_cache_.end() && it->second.tree_version == version) {
     Choice c = it->second.choice;
     c.admission.workload_id = w.id;
     return c;
   }
-  bool consulted_victims = false;
   Choice c = ComputeFlavors(q, w, simulate_preemption, &consulted_victims);
   if (!consulted_victims) {
     if (choice_cache_.size() >= kMaxCachedChoices) choice_cache_.clear();
