@@ -101,6 +101,7 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
   dirty_roots_.clear();
   verdicts_.clear();
   decided_pass_.clear();
+  reserving_roots_.clear();
   enqueued_pass_.clear();
   cohort_nodes_ = cohorts;
   // Usage of what is admitted stays.
@@ -387,6 +388,9 @@ bool AdmissionEngine::DecideWithoutPass(const QueueState& q, const Workload& w) 
     if (q.pending.Position(w.id) <= 1 || !eligible(q.pending.begin()->id)) return false;
     verdicts_.erase(w.id);
   } else {
+    // Quota a blocked StrictFIFO head held back for the whole pass counts
+    // in the verdicts the pass gives after it: a pass decides.
+    if (reserving_roots_.count(q.root)) return false;
     Choice c = AssignFlavors(q, w, /*simulate_preemption=*/true);
     if (c.fit == Fit::kFit) return false;
     if (c.fit == Fit::kNeedsPreemption && !FindVictimsForPass(q, w, c.admission.usage).empty()) return false;
@@ -475,7 +479,10 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   if (!incremental_) all_dirty_ = true;
   auto decides = [&](const QueueState& q) { return all_dirty_ || deciding.count(q.root) > 0; };
   for (const auto& [name, q] : queues_) {
-    if (decides(q)) decided_pass_[q.root] = pass_;  // the verdicts of earlier passes lapse
+    if (decides(q)) {
+      decided_pass_[q.root] = pass_;  // the verdicts of earlier passes lapse
+      reserving_roots_.erase(q.root);
+    }
   }
   pass_admitted_.clear();
   pass_victims_.clear();
@@ -510,7 +517,13 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     const Workload* workload;
     Choice choice;
     std::vector<Eviction> targets;  // when it needs preemption
+    bool deferred = false;          // its victims include one this pass admitted
   };
+  // Quota held back for the rest of the current cycle by heads that must
+  // preempt but have no candidates (ReservationWithoutVictims); a blocked
+  // StrictFIFO head, nominated again in every cycle in Kueue, holds it for
+  // the rest of the pass (pass_reserved_).
+  std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> cycle_reserved;
   // A head that cannot go in this pass: record why and move past it.
   auto park = [&](Candidate& c, std::string reason, std::string message) {
     verdicts_[c.workload->id] = {std::move(reason), std::move(message), pass_};
@@ -528,7 +541,21 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     const Workload& w = *c.workload;
     if (c.choice.fit == Fit::kNoFit) return park(c, c.choice.reason, c.choice.message);
     const bool preempts = c.choice.fit == Fit::kNeedsPreemption;
-    if (preempts && c.targets.empty()) return park(c, c.choice.reason, c.choice.message);
+    if (preempts && c.targets.empty()) {
+      if (!c.deferred) {
+        FlavorResourceAmounts hold = ReservationWithoutVictims(*c.queue, c.choice.admission);
+        if (!hold.empty()) {
+          tree_.AddUsage(c.queue->node, hold);
+          if (c.queue->spec->queueing_strategy == "StrictFIFO") {
+            pass_reserved_.emplace_back(c.queue->node, std::move(hold));
+            reserving_roots_.insert(c.queue->root);
+          } else {
+            cycle_reserved.emplace_back(c.queue->node, std::move(hold));
+          }
+        }
+      }
+      return park(c, c.choice.reason, c.choice.message);
+    }
     for (const Eviction& t : c.targets) {
       if (pass_victims_.count(t.victim_id)) {
         return park(c, "WaitingForQuota",
@@ -645,16 +672,22 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       }
     }
     for (Candidate& c : candidates) {
-      if (c.choice.fit == Fit::kNeedsPreemption) c.targets = FindVictimsForPass(*c.queue, *c.workload, c.choice.admission.usage);
+      if (c.choice.fit == Fit::kNeedsPreemption) {
+        c.targets = FindVictimsForPass(*c.queue, *c.workload, c.choice.admission.usage, &c.deferred);
+      }
     }
     if (FairSharing()) {
       // Tournament order, run again for each pick: shares change with every
       // admission and reservation.
-      // Heads that can neither be admitted nor preempt change nothing: they
-      // are parked first, and the tournament orders the others.
+      // Heads that can neither be admitted nor preempt, and hold nothing
+      // back (ReservationWithoutVictims), change nothing: they are parked
+      // first, and the tournament orders the others.
       std::vector<Candidate*> left;
       for (Candidate& c : candidates) {
-        if (c.choice.fit == Fit::kNoFit || (c.choice.fit == Fit::kNeedsPreemption && c.targets.empty())) process(c);
+        const bool holds_nothing = c.deferred || c.queue->spec->preemption.reclaim_within_cohort == "Any";
+        if (c.choice.fit == Fit::kNoFit || (c.choice.fit == Fit::kNeedsPreemption && c.targets.empty() && holds_nothing)) {
+          process(c);
+        }
         else left.push_back(&c);
       }
       std::vector<Head> heads;
@@ -684,6 +717,8 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       });
       for (Candidate& c : candidates) process(c);
     }
+    for (const auto& [node, hold] : cycle_reserved) tree_.RemoveUsage(node, hold);
+    cycle_reserved.clear();
   }
   // The reservations last for the pass only: the victims keep their quota
   // until they have stopped, and the preemptors are nominated again next

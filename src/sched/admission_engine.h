@@ -271,7 +271,14 @@ class AdmissionEngine {
   // names a workload the pass admitted (the pass never evicts those; the
   // preemptor is nominated again next pass).
   std::vector<Eviction> FindVictimsForPass(const QueueState& q, const Workload& w,
-                                           const FlavorResourceAmounts& usage);
+                                           const FlavorResourceAmounts& usage, bool* deferred = nullptr);
+  // What a head that must preempt but has no candidates holds back in its
+  // cycle (Kueue's resourcesToReserve): up to its nominal quota, or up to
+  // its borrowing limit when it borrows (all it asks without a limit), so
+  // that lower-priority workloads of other queues do not take it first.
+  // Nothing when its ClusterQueue can always reclaim what it lends
+  // (reclaimWithinCohort: Any).
+  FlavorResourceAmounts ReservationWithoutVictims(const QueueState& q, const Admission& a) const;
   std::vector<Eviction> FindVictimsAmongOthers(const QueueState& q, const Workload& w,
                                                const FlavorResourceAmounts& usage);
   // The (flavor, resource) pairs of `usage` that do not fit `q` now.
@@ -387,6 +394,10 @@ class AdmissionEngine {
   PassStats pass_stats_;
   std::set<std::string> pass_victims_;
   std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> pass_reserved_;
+  // Trees where the last pass held quota back for the rest of the pass for
+  // a blocked StrictFIFO head with no candidates: a submit there is decided
+  // by a pass, not at submit.
+  std::set<QuotaTree::NodeId> reserving_roots_;
   // Why a workload waits is computed on demand (Why()) from what the last
   // pass that decided its tree left: the verdict of each workload that
   // pass parked (tagged with the pass), the pass that last decided each

@@ -54,8 +54,37 @@ std::vector<Eviction> AdmissionEngine::FindVictims(const QueueState& q, const Wo
   return victims;
 }
 
+FlavorResourceAmounts AdmissionEngine::ReservationWithoutVictims(const QueueState& q, const Admission& a) const {
+  FlavorResourceAmounts reserved;
+  if (q.spec->preemption.reclaim_within_cohort == "Any") return reserved;
+  auto borrowing_limit = [&](const FlavorResource& fr) -> std::optional<int64_t> {
+    for (const auto& g : q.spec->resource_groups) {
+      for (const auto& f : g.flavors) {
+        if (f.name != fr.flavor) continue;
+        for (const auto& r : f.resources) {
+          if (r.name == fr.resource && r.borrowing_limit) return r.borrowing_limit->milli();
+        }
+      }
+    }
+    return std::nullopt;
+  };
+  for (const auto& [fr, amount] : a.usage) {
+    const int64_t nominal = tree_.SubtreeQuota(q.node, fr);
+    const int64_t used = tree_.Usage(q.node, fr);
+    int64_t hold;
+    if (a.borrowing_level > 0) {
+      const std::optional<int64_t> limit = borrowing_limit(fr);
+      hold = limit ? std::min(amount, nominal + *limit - used) : amount;
+    } else {
+      hold = std::min(amount, nominal - used);
+    }
+    if (hold > 0) reserved[fr] = hold;
+  }
+  return reserved;
+}
+
 std::vector<Eviction> AdmissionEngine::FindVictimsForPass(const QueueState& q, const Workload& w,
-                                                          const FlavorResourceAmounts& usage) {
+                                                          const FlavorResourceAmounts& usage, bool* deferred) {
   std::vector<Eviction> victims = FindVictims(q, w, usage);
   // Kueue's cycle chooses among everything admitted before it, so the
   // workloads admitted by this pass's earlier cycles are candidates like
@@ -66,6 +95,7 @@ std::vector<Eviction> AdmissionEngine::FindVictimsForPass(const QueueState& q, c
   for (const Eviction& v : victims) {
     if (pass_admitted_.count(v.victim_id)) {
       needs_another_pass_ = true;
+      if (deferred) *deferred = true;
       return {};
     }
   }

@@ -382,5 +382,44 @@ TEST(VictimOrderTest, AWorkloadAdmittedInThePassStaysACandidateAndItsPreemptorWa
   EXPECT_EQ(e.Why("p-large")->reason, "WaitingForPreemptedWorkloads");
 }
 
+// a (4 CPUs, never preempts its own) runs a-old on 2; b (2 CPUs) is full.
+// a-big needs all 4 of a's CPUs and has no candidates; b-small would borrow
+// the 2 left. The quota a-big holds back lasts for its cycle when it is
+// parked (BestEffortFIFO), for the pass when it blocks its queue
+// (StrictFIFO), and not at all when a can always reclaim.
+KueueConfig HeadWithoutCandidates(const std::string& strategy, const std::string& reclaim) {
+  KueueConfig c = CpuQueues({{"a", 4, "team"}, {"b", 2, "team"}});
+  c.cluster_queues[0].queueing_strategy = strategy;
+  c.cluster_queues[0].preemption.reclaim_within_cohort = reclaim;
+  return c;
+}
+
+std::vector<std::string> AfterHeadWithoutCandidates(const std::string& strategy, const std::string& reclaim) {
+  AdmissionEngine e;
+  e.Configure(HeadWithoutCandidates(strategy, reclaim));
+  EXPECT_TRUE(e.Submit(W("a-old", 2, "qa")).ok());
+  EXPECT_TRUE(e.Submit(W("b-full", 2, "qb")).ok());
+  EXPECT_EQ(e.Schedule().size(), 2u);
+  EXPECT_TRUE(e.Submit(W("a-big", 4, "qa", 5)).ok());
+  EXPECT_TRUE(e.Submit(W("b-small", 1, "qb")).ok());
+  std::vector<std::string> admitted = Ids(e.Schedule());
+  EXPECT_TRUE(e.TakeEvictions().empty());
+  return admitted;
+}
+
+TEST(ReservationWithoutCandidatesTest, AStrictFifoHeadHoldsItsNominalQuotaForThePass) {
+  EXPECT_TRUE(AfterHeadWithoutCandidates("StrictFIFO", "LowerPriority").empty());
+}
+
+TEST(ReservationWithoutCandidatesTest, ABestEffortFifoHeadHoldsItForItsCycleOnly) {
+  // b-small no longer fits in the cycle where a-big holds the quota back,
+  // and is admitted in the next one, where a-big is parked.
+  EXPECT_EQ(AfterHeadWithoutCandidates("BestEffortFIFO", "LowerPriority"), std::vector<std::string>{"b-small"});
+}
+
+TEST(ReservationWithoutCandidatesTest, AQueueThatCanAlwaysReclaimHoldsNothing) {
+  EXPECT_EQ(AfterHeadWithoutCandidates("StrictFIFO", "Any"), std::vector<std::string>{"b-small"});
+}
+
 }  // namespace
 }  // namespace tau::sched
