@@ -104,6 +104,17 @@ class QuotaTree {
     std::map<FlavorResource, int64_t> usage;  // own (ClusterQueue) + what children pass up
   };
 
+  // The hot queries (Check, Available, PotentialAvailable, usage changes)
+  // work on pairs numbered once per configuration, in flat per-node
+  // arrays, instead of looking a pair up in each node's maps at every
+  // level; the maps stay for the per-node views (UsageOf, SubtreeQuotas).
+  // -1 for a pair no node declares.
+  int IndexOf(const FlavorResource& fr) const;
+  size_t Slot(NodeId id, int k) const { return static_cast<size_t>(id) * pairs_ + static_cast<size_t>(k); }
+  int64_t AvailableAt(NodeId id, int k) const;
+  int64_t PotentialAvailableAt(NodeId id, int k) const;
+  void ChangeUsageAt(NodeId id, const FlavorResource& fr, int k, int64_t delta);
+
   const Node& node(NodeId id) const { return nodes_[static_cast<size_t>(id)]; }
   Node& node(NodeId id) { return nodes_[static_cast<size_t>(id)]; }
   const Quota* QuotaOf(NodeId id, const FlavorResource& fr) const;
@@ -120,6 +131,12 @@ class QuotaTree {
   mutable std::vector<std::map<FlavorResource, int64_t>> subtree_;  // per node
   mutable std::vector<std::map<FlavorResource, int64_t>> local_;    // per node
   mutable std::vector<std::optional<std::map<std::string, int64_t>>> lendable_;  // per node, lazily
+  // The numbered pairs and, per node and pair (Slot), subtree and local
+  // quota, borrowing limit (kNoLimit when unset) and usage.
+  static constexpr int64_t kNoLimit = INT64_MIN;
+  mutable std::map<FlavorResource, int> index_;
+  mutable size_t pairs_ = 0;
+  mutable std::vector<int64_t> subtree_at_, local_at_, borrowing_limit_at_, usage_at_;
 };
 
 }  // namespace tau::sched
