@@ -186,6 +186,7 @@ bool AdmissionEngine::FlavorMatches(const ResourceFlavor& flavor, const Workload
       return false;
     }
   }
+  if (flavor.node_taints.empty()) return true;
   // The pods' tolerations and the flavor's own, which Kueue adds to the
   // pods it admits on it.
   std::vector<Toleration> tolerations = w.tolerations;
@@ -229,7 +230,27 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
     int best_rank = -1;
     Fit best_fit = Fit::kNoFit;
     int best_level = 0;
-    std::string best_flavor, mismatch, gap;
+    std::string best_flavor, mismatch;
+    // The first shortfall met, formatted only when the group's verdict
+    // names it (a later flavor that fits makes it moot).
+    struct Gap {
+      Fit fit = Fit::kFit;  // kFit: none yet
+      const std::string* resource = nullptr;
+      const std::string* flavor = nullptr;
+      int64_t amount = 0;
+    } gap;
+    auto gap_message = [&]() -> std::string {
+      if (gap.fit == Fit::kFit) return "";
+      const FlavorResource fr{*gap.flavor, *gap.resource};
+      if (gap.fit == Fit::kNoFit) {
+        return fmt::format("{} {} requested, at most {} of flavor {} can ever be available",
+                           Amount(*gap.resource, gap.amount), *gap.resource,
+                           Amount(*gap.resource, tree_.PotentialAvailable(q.node, fr)), *gap.flavor);
+      }
+      return fmt::format("{} {} of flavor {} requested, {} available", Amount(*gap.resource, gap.amount),
+                         *gap.resource, *gap.flavor,
+                         Amount(*gap.resource, std::max<int64_t>(0, tree_.Available(q.node, fr))));
+    };
     for (const auto& f : group.flavors) {
       auto fl = flavors_.find(f.name);
       if (fl == flavors_.end()) continue;
@@ -244,13 +265,7 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
         auto r = tree_.Check(q.node, {f.name, resource}, amount);
         if (static_cast<int>(r.fit) < static_cast<int>(fit)) fit = r.fit;
         level = std::max(level, r.borrowing_level);
-        if (r.fit == Fit::kNoFit && gap.empty()) {
-          gap = fmt::format("{} {} requested, at most {} of flavor {} can ever be available", Amount(resource, amount),
-                            resource, Amount(resource, tree_.PotentialAvailable(q.node, {f.name, resource})), f.name);
-        } else if (r.fit == Fit::kNeedsPreemption && gap.empty()) {
-          gap = fmt::format("{} {} of flavor {} requested, {} available", Amount(resource, amount), resource, f.name,
-                            Amount(resource, std::max<int64_t>(0, tree_.Available(q.node, {f.name, resource}))));
-        }
+        if (r.fit != Fit::kFit && gap.fit == Fit::kFit) gap = {r.fit, &resource, &f.name, amount};
       }
       if (fit == Fit::kNeedsPreemption && simulate_preemption && q.spec->flavor_fungibility.when_can_preempt == "MayStopSearch") {
         // Would preempting on this flavor find victims? Without any, the
@@ -293,13 +308,13 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
     if (best_fit == Fit::kNoFit) {
       out.fit = Fit::kNoFit;
       out.reason = "ExceedsMaxQuota";
-      out.message = gap;
+      out.message = gap_message();
       return out;
     }
     if (static_cast<int>(best_fit) < static_cast<int>(out.fit)) {
       out.fit = best_fit;
       out.reason = "WaitingForQuota";
-      out.message = gap;
+      out.message = gap_message();
     }
     out.admission.borrowing_level = std::max(out.admission.borrowing_level, best_level);
     for (const auto& [resource, amount] : wanted) {
@@ -684,25 +699,47 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       // first, and the tournament orders the others.
       std::vector<Candidate*> left;
       for (Candidate& c : candidates) {
-        const bool holds_nothing = c.deferred || c.queue->spec->preemption.reclaim_within_cohort == "Any";
+        // What a head holds back depends only on its own ClusterQueue's
+        // usage, which nothing else changes within the cycle.
+        const bool holds_nothing =
+            c.choice.fit == Fit::kNeedsPreemption && c.targets.empty() &&
+            (c.deferred || ReservationWithoutVictims(*c.queue, c.choice.admission).empty());
         if (c.choice.fit == Fit::kNoFit || (c.choice.fit == Fit::kNeedsPreemption && c.targets.empty() && holds_nothing)) {
           process(c);
         }
         else left.push_back(&c);
       }
-      std::vector<Head> heads;
-      for (Candidate* c : left) heads.push_back({c->queue, c->workload, &c->choice.admission});
-      while (!left.empty()) {
-        if (!incremental_) {
-          for (Head& h : heads) h.scored = false;
+      // Trees share no quota: each tree's heads are ordered by its own
+      // tournament. The tree decided next is the one holding the first
+      // head (in nomination order) still waiting.
+      struct Tree {
+        std::vector<Candidate*> left;
+        std::vector<Head> heads;
+        std::vector<size_t> order;  // each head's place among all heads of the cycle
+      };
+      std::map<QuotaTree::NodeId, Tree> trees;
+      for (size_t i = 0; i < left.size(); ++i) {
+        Tree& t = trees[left[i]->queue->root];
+        t.left.push_back(left[i]);
+        t.heads.push_back({left[i]->queue, left[i]->workload, &left[i]->choice.admission});
+        t.order.push_back(i);
+      }
+      for (size_t picks = 0; picks < left.size(); ++picks) {
+        Tree* t = nullptr;
+        for (auto& [root, tree] : trees) {
+          if (!tree.order.empty() && (!t || tree.order.front() < t->order.front())) t = &tree;
         }
-        const size_t w = TournamentWinner(heads);
-        Candidate* c = left[w];
-        left.erase(left.begin() + static_cast<std::ptrdiff_t>(w));
-        heads.erase(heads.begin() + static_cast<std::ptrdiff_t>(w));
+        if (!incremental_) {
+          for (Head& h : t->heads) h.scored = false;
+        }
+        const size_t w = TournamentWinner(t->heads);
+        Candidate* c = t->left[w];
+        t->left.erase(t->left.begin() + static_cast<std::ptrdiff_t>(w));
+        t->heads.erase(t->heads.begin() + static_cast<std::ptrdiff_t>(w));
+        t->order.erase(t->order.begin() + static_cast<std::ptrdiff_t>(w));
         const uint64_t before = tree_.Version(c->queue->node);
         process(*c);
-        if (tree_.Version(c->queue->node) != before) InvalidateScores(heads, c->queue->node);
+        if (tree_.Version(c->queue->node) != before) InvalidateScores(t->heads, c->queue->node);
       }
     } else {
       // Kueue's order: without borrowing before borrowing, then higher

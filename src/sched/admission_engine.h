@@ -221,6 +221,7 @@ class AdmissionEngine {
     std::map<QuotaTree::NodeId, Score> scores;  // per node on its path below the root
   };
   size_t TournamentWinner(std::vector<Head>& heads);
+  std::vector<int> head_slot_;  // TournamentWinner's scratch: head per ClusterQueue node, -1 when none
   // Usage changed in ClusterQueue `changed`: forgets the scores that
   // depended on it.
   void InvalidateScores(std::vector<Head>& heads, QuotaTree::NodeId changed) const;

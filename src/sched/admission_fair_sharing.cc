@@ -29,13 +29,19 @@ std::optional<QuotaTree::NodeId> AdmissionEngine::CohortNode(const std::string& 
 }
 
 size_t AdmissionEngine::TournamentWinner(std::vector<Head>& heads) {
-  std::unordered_map<QuotaTree::NodeId, size_t> head_of;  // ClusterQueue node -> its head
-  for (size_t i = 0; i < heads.size(); ++i) head_of[heads[i].queue->node] = i;
   // Per head, and per node on its path below the root: whether that node
   // borrows from its parent, and its share, once the head is admitted.
   // Roots do not share quota: the first head's root decides first, and
   // only the heads under it are scored.
   const QuotaTree::NodeId root = heads.front().queue->root;
+  // ClusterQueue node -> its head, under `root` (-1: none); reset below.
+  std::vector<int>& head_of = head_slot_;
+  for (size_t i = 0; i < heads.size(); ++i) {
+    if (heads[i].queue->root != root) continue;
+    const auto node = static_cast<size_t>(heads[i].queue->node);
+    if (head_of.size() <= node) head_of.resize(node + 1, -1);
+    head_of[node] = static_cast<int>(i);
+  }
   for (Head& h : heads) {
     if (h.queue->root != root || h.scored) continue;
     const FlavorResourceAmounts& usage = h.admission->usage;
@@ -50,16 +56,16 @@ size_t AdmissionEngine::TournamentWinner(std::vector<Head>& heads) {
     h.scored = true;
   }
   // The head that wins the subtree of `node`, if any.
-  std::function<std::optional<size_t>(QuotaTree::NodeId)> winner = [&](QuotaTree::NodeId node) -> std::optional<size_t> {
+  auto winner = [&](auto& self, QuotaTree::NodeId node) -> std::optional<size_t> {
     if (!tree_.IsCohort(node)) {
-      auto it = head_of.find(node);
-      if (it == head_of.end()) return std::nullopt;
-      return it->second;
+      const auto at = static_cast<size_t>(node);
+      if (at >= head_of.size() || head_of[at] < 0) return std::nullopt;
+      return static_cast<size_t>(head_of[at]);
     }
     std::optional<size_t> best;
     std::tuple<bool, double, int64_t, int64_t> best_key;
     for (QuotaTree::NodeId child : tree_.Children(node)) {
-      auto e = winner(child);
+      auto e = self(self, child);
       if (!e) continue;
       const Head& h = heads[*e];
       const Score& score = h.scores.at(child);
@@ -71,14 +77,21 @@ size_t AdmissionEngine::TournamentWinner(std::vector<Head>& heads) {
     }
     return best;
   };
-  if (auto e = winner(root)) return *e;
-  return 0;
+  const std::optional<size_t> e = winner(winner, root);
+  for (const Head& h : heads) {
+    if (h.queue->root == root) head_of[static_cast<size_t>(h.queue->node)] = -1;
+  }
+  return e.value_or(0);
 }
 
 void AdmissionEngine::InvalidateScores(std::vector<Head>& heads, QuotaTree::NodeId changed) const {
-  // The nodes whose usage changed: `changed` and its Cohorts.
+  // The nodes whose usage changed: `changed` and its Cohorts, but the root
+  // (scores are kept for the nodes below it only).
   std::vector<QuotaTree::NodeId> path;
-  for (std::optional<QuotaTree::NodeId> n = changed; n; n = tree_.Parent(*n)) path.push_back(*n);
+  for (std::optional<QuotaTree::NodeId> n = changed; n && tree_.Parent(*n); n = tree_.Parent(*n)) path.push_back(*n);
+  // Only `changed` itself: no other head's path goes through it (one head
+  // per ClusterQueue, and its own is no longer in `heads`).
+  if (path.size() <= 1) return;
   for (Head& h : heads) {
     if (!h.scored) continue;
     for (QuotaTree::NodeId n : path) {

@@ -2,6 +2,7 @@
 // workloads of the same shape in the same ClusterQueue get the same flavors
 // and the same verdict while usage in the queue's cohort tree is unchanged.
 
+#include <charconv>
 #include <string>
 
 #include "sched/admission_engine.h"
@@ -10,7 +11,9 @@ namespace tau::sched {
 namespace {
 
 void Number(std::string& key, int64_t n) {
-  key += std::to_string(n);
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
+  key.append(buf, end);
   key += ';';
 }
 
