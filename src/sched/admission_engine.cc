@@ -533,6 +533,9 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     Choice choice;
     std::vector<Eviction> targets;  // when it needs preemption
     bool deferred = false;          // its victims include one this pass admitted
+    // What it holds back without victims, once worked out (it does not
+    // change within the cycle: see ReservationWithoutVictims).
+    std::optional<FlavorResourceAmounts> hold;
   };
   // Quota held back for the rest of the current cycle by heads that must
   // preempt but have no candidates (ReservationWithoutVictims); a blocked
@@ -558,7 +561,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
     const bool preempts = c.choice.fit == Fit::kNeedsPreemption;
     if (preempts && c.targets.empty()) {
       if (!c.deferred) {
-        FlavorResourceAmounts hold = ReservationWithoutVictims(*c.queue, c.choice.admission);
+        FlavorResourceAmounts hold = c.hold ? std::move(*c.hold) : ReservationWithoutVictims(*c.queue, c.choice.admission);
         if (!hold.empty()) {
           tree_.AddUsage(c.queue->node, hold);
           if (c.queue->spec->queueing_strategy == "StrictFIFO") {
@@ -701,13 +704,16 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       for (Candidate& c : candidates) {
         // What a head holds back depends only on its own ClusterQueue's
         // usage, which nothing else changes within the cycle.
-        const bool holds_nothing =
-            c.choice.fit == Fit::kNeedsPreemption && c.targets.empty() &&
-            (c.deferred || ReservationWithoutVictims(*c.queue, c.choice.admission).empty());
-        if (c.choice.fit == Fit::kNoFit || (c.choice.fit == Fit::kNeedsPreemption && c.targets.empty() && holds_nothing)) {
-          process(c);
+        bool holds_nothing = false;
+        if (c.choice.fit == Fit::kNeedsPreemption && c.targets.empty()) {
+          if (!c.deferred) c.hold = ReservationWithoutVictims(*c.queue, c.choice.admission);
+          holds_nothing = c.deferred || c.hold->empty();
         }
-        else left.push_back(&c);
+        if (c.choice.fit == Fit::kNoFit || holds_nothing) {
+          process(c);
+        } else {
+          left.push_back(&c);
+        }
       }
       // Trees share no quota: each tree's heads are ordered by its own
       // tournament. The tree decided next is the one holding the first
