@@ -1,6 +1,7 @@
-// Why a pending workload waits and who holds the quota it needs
-// (AdmissionEngine::Why, QuotaHolders): answered on demand from what the
-// last pass that decided its cohort tree left, not stored per workload.
+// Why a pending workload waits (AdmissionEngine::Why: from what the last
+// pass that decided its cohort tree left, not stored per workload by that
+// pass) and who holds the quota it needs (QuotaHolders: the admitted
+// workloads now), both answered on demand.
 
 #include <fmt/format.h>
 
