@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/api_client.h"
 #include "common/result.h"
@@ -33,7 +35,7 @@ Result<ServerEndpoint> WaitForBusyServer(const TauHome& home);
 
 // Starts taugridd for `home` in the background and waits until it
 // answers; returns its pid.
-Result<int64_t> StartBackgroundServer(const TauHome& home);
+Result<int64_t> StartBackgroundServer(const TauHome& home, const std::vector<std::string>& daemon_args = {});
 
 // Path of the taugridd binary: beside this tau, else on PATH.
 std::string TaugriddPath();

@@ -477,7 +477,7 @@ int RunPrune(const std::string& older_than, int64_t keep) {
   return kExitOk;
 }
 
-int RunServerStart(bool foreground) {
+int RunServerStart(bool foreground, const std::vector<std::string>& daemon_args) {
   TauHome home(TauHome::DefaultRoot());
   if (auto info = ReadServerJson(home); info && ServerAnswers(info->url)) {
     std::printf("taugridd is already running (pid %lld) at %s\n", static_cast<long long>(info->pid), info->url.c_str());
@@ -493,11 +493,15 @@ int RunServerStart(bool foreground) {
   }
   if (foreground) {
     std::string daemon = TaugriddPath();
-    std::string home_arg = home.root().string();
-    ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), nullptr);
+    std::vector<std::string> args = {daemon, "--home", home.root().string()};
+    args.insert(args.end(), daemon_args.begin(), daemon_args.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(daemon.c_str(), argv.data());
     return Fail(ErrnoError(errno, "start " + daemon));
   }
-  auto pid = StartBackgroundServer(home);
+  auto pid = StartBackgroundServer(home, daemon_args);
   if (!pid.ok()) return Fail(pid.error());
   auto info = ReadServerJson(home);
   std::printf("started taugridd (pid %lld) at %s; log: %s\n", static_cast<long long>(*pid),

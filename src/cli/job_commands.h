@@ -48,7 +48,8 @@ int RunEvents(const std::string& job, bool follow, const std::string& output);
 int RunRemove(const std::vector<std::string>& jobs);
 int RunPrune(const std::string& older_than, int64_t keep);
 
-int RunServerStart(bool foreground);
+// `daemon_args` are passed on to taugridd (--backend kubernetes ...).
+int RunServerStart(bool foreground, const std::vector<std::string>& daemon_args = {});
 int RunServerStop();
 int RunServerStatus();
 
