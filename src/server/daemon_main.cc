@@ -549,6 +549,9 @@ int Main(int argc, char** argv) {
     handlers.cluster_queues = [&kueue](Type type, const nlohmann::json& object) {
       kueue->OnClusterQueue(type, object);
     };
+    handlers.priority_classes = [&kueue](Type type, const nlohmann::json& object) {
+      kueue->OnPriorityClass(type, object);
+    };
     cluster = std::make_unique<kubernetes::ClusterCache>(
         kube_client.get(), [&loop](std::function<void()> task) { loop.Post(std::move(task)); }, std::move(handlers));
     cluster->Start();

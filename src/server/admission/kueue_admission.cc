@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/quantity.h"
 #include "server/kubernetes/attempt_objects.h"
 
@@ -43,6 +45,34 @@ bool Admitted(const json& workload) {
 }
 
 }  // namespace
+
+void KueueAdmission::Configure(const sched::KueueConfig& config) {
+  config_ = config;
+  Merge();
+}
+
+void KueueAdmission::Merge() {
+  merged_ = config_;
+  auto& classes = merged_.priority_classes;
+  for (const auto& [name, pc] : cluster_priorities_) {
+    classes.erase(std::remove_if(classes.begin(), classes.end(),
+                                 [&name](const sched::WorkloadPriorityClass& c) { return c.name == name; }),
+                  classes.end());
+    classes.push_back(pc);
+  }
+}
+
+void KueueAdmission::OnPriorityClass(kube::ReflectorEventType type, const json& priority_class) {
+  if (type == kube::ReflectorEventType::kSynced) return;
+  const std::string name = priority_class["metadata"].value("name", "");
+  if (type == kube::ReflectorEventType::kDeleted) {
+    cluster_priorities_.erase(name);
+  } else {
+    cluster_priorities_[name] = {name, priority_class.value("value", int64_t{0}),
+                                 priority_class.value("description", "")};
+  }
+  Merge();
+}
 
 Status KueueAdmission::CheckFeasible(const sched::Workload& workload) const {
   if (!local_queues_synced_ || local_queues_.count(workload.namespace_ + "/" + workload.local_queue)) {

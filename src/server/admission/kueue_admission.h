@@ -23,10 +23,11 @@ class KueueAdmission final : public Admission {
   explicit KueueAdmission(std::function<int64_t(const std::string&)> attempt_of)
       : attempt_of_(std::move(attempt_of)) {}
 
-  // The stored configuration, shown by tau queues; Kueue enforces the
-  // cluster's own objects.
-  void Configure(const sched::KueueConfig& config) override { config_ = config; }
-  const sched::KueueConfig& Config() const override { return config_; }
+  // The stored configuration, shown by tau queues, with the cluster's
+  // WorkloadPriorityClasses in place of stored ones of the same name (a
+  // job's priority is the cluster's); Kueue enforces the cluster's objects.
+  void Configure(const sched::KueueConfig& config) override;
+  const sched::KueueConfig& Config() const override { return merged_; }
   void SetNow(int64_t now_ms) override { now_ms_ = now_ms; }
   // NotFound when the job's LocalQueue does not exist in its workspace's
   // namespace (once the LocalQueues are known).
@@ -62,13 +63,17 @@ class KueueAdmission final : public Admission {
   void OnWorkload(kube::ReflectorEventType type, const nlohmann::json& workload);
   void OnLocalQueue(kube::ReflectorEventType type, const nlohmann::json& local_queue);
   void OnClusterQueue(kube::ReflectorEventType type, const nlohmann::json& cluster_queue);
+  void OnPriorityClass(kube::ReflectorEventType type, const nlohmann::json& priority_class);
 
  private:
   // The Workload of the job's current attempt; nullptr when none is known.
   const nlohmann::json* WorkloadOf(const std::string& id) const;
 
   std::function<int64_t(const std::string&)> attempt_of_;
-  sched::KueueConfig config_;
+  void Merge();
+  sched::KueueConfig config_;  // as stored
+  sched::KueueConfig merged_;  // with the cluster's priority classes
+  std::map<std::string, sched::WorkloadPriorityClass> cluster_priorities_;
   int64_t now_ms_ = 0;
   std::map<std::string, sched::Workload> waiting_;
   std::set<std::string> admitted_;

@@ -139,6 +139,22 @@ TEST_F(KueueAdmissionTest, AWithdrawnOrHeldJobIsNotAdmitted) {
   EXPECT_FALSE(admission_.Knows(kId));
 }
 
+TEST_F(KueueAdmissionTest, TheClustersWorkloadPriorityClassesTakeThePlaceOfStoredOnesOfTheirName) {
+  sched::KueueConfig stored;
+  stored.priority_classes = {{"high", 10, "stored"}, {"low", 1, "stored"}};
+  admission_.Configure(stored);
+  admission_.OnPriorityClass(ReflectorEventType::kAdded,
+                             {{"metadata", {{"name", "high"}}}, {"value", 1000}, {"description", "the cluster's"}});
+  admission_.OnPriorityClass(ReflectorEventType::kAdded, {{"metadata", {{"name", "urgent"}}}, {"value", 5000}});
+  std::map<std::string, int64_t> values;
+  for (const auto& pc : admission_.Config().priority_classes) values[pc.name] = pc.value;
+  EXPECT_EQ(values, (std::map<std::string, int64_t>{{"high", 1000}, {"low", 1}, {"urgent", 5000}}));
+  admission_.Configure(stored);  // a stored change keeps the cluster's
+  EXPECT_EQ(admission_.Config().priority_classes.size(), 3u);
+  admission_.OnPriorityClass(ReflectorEventType::kDeleted, {{"metadata", {{"name", "urgent"}}}});
+  EXPECT_EQ(admission_.Config().priority_classes.size(), 2u);
+}
+
 TEST_F(KueueAdmissionTest, AClusterQueuesUsageIsKueuesFlavorsUsage) {
   admission_.OnClusterQueue(
       ReflectorEventType::kAdded,

@@ -51,5 +51,8 @@ inline kube::ResourceRef LocalQueuesRef(std::string ns = "") {
   return {"kueue.x-k8s.io", "v1beta2", "localqueues", std::move(ns), "", ""};
 }
 inline kube::ResourceRef ClusterQueuesRef() { return {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "", ""}; }
+inline kube::ResourceRef PriorityClassesRef() {
+  return {"kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "", "", ""};
+}
 
 }  // namespace tau::server::kubernetes

@@ -38,6 +38,7 @@ ClusterCache::ClusterCache(kube::KubeClient* client, std::function<void(std::fun
   add("Workloads", WorkloadsRef(), "", std::move(handlers.workloads));
   add("LocalQueues", LocalQueuesRef(), "", std::move(handlers.local_queues));
   add("ClusterQueues", ClusterQueuesRef(), "", std::move(handlers.cluster_queues));
+  add("WorkloadPriorityClasses", PriorityClassesRef(), "", std::move(handlers.priority_classes));
 }
 
 ClusterCache::~ClusterCache() { Stop(); }

@@ -4,7 +4,8 @@
 // per kind, each on a thread of its own, every change posted onto the
 // control loop (the domain code stays single-threaded):
 //   Jobs, RayJobs and Pods labelled app.kubernetes.io/managed-by=taugrid,
-//   Kueue's Workloads, LocalQueues and ClusterQueues (all of them).
+//   Kueue's Workloads, LocalQueues, ClusterQueues and
+//   WorkloadPriorityClasses (all of them).
 // The reflectors relist and back off on their own, so the cache survives
 // an API server restart.
 
@@ -25,7 +26,7 @@ class ClusterCache {
  public:
   using Handler = std::function<void(kube::ReflectorEventType, const nlohmann::json&)>;
   struct Handlers {
-    Handler jobs, rayjobs, pods, workloads, local_queues, cluster_queues;
+    Handler jobs, rayjobs, pods, workloads, local_queues, cluster_queues, priority_classes;
   };
 
   // `client` must outlive this; `post` runs a task on the control loop.
