@@ -1,7 +1,9 @@
 // The Kubernetes backend end to end: taugridd --backend kubernetes against
 // a real control plane started by scripts/k8s-env (kube-apiserver, the
 // scheduler, the controller manager, kwok GPU nodes, Kueue, KubeRay), driven
-// through the real `tau` CLI. One cluster serves every test of this
+// through the real `tau` CLI: admission, Kueue's reasons, cancel, a run to
+// the end, a daemon killed with -9, preemption by priority. One cluster
+// serves every test of this
 // program; `kube_backend_k8s_test WORK_DIR` starts it in WORK_DIR/cluster
 // with kwok's general pod stages (pods can be held running by annotation)
 // and stops it at the end. TAU_K8S_ENV_DIR=DIR uses a cluster already up
@@ -96,11 +98,42 @@ class Cluster : public ::testing::Environment {
          {"kind", "LocalQueue"},
          {"metadata", {{"name", "gpu-lq"}, {"namespace", "default"}}},
          {"spec", {{"clusterQueue", "gpu-cq"}}}},
+        // 8 GPUs where a higher priority preempts a lower one.
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "ClusterQueue"},
+         {"metadata", {{"name", "prio-cq"}}},
+         {"spec",
+          {{"namespaceSelector", json::object()},
+           {"preemption", {{"withinClusterQueue", "LowerPriority"}}},
+           {"resourceGroups",
+            json::array({{{"coveredResources", {"cpu", "memory", "nvidia.com/gpu"}},
+                          {"flavors",
+                           json::array({{{"name", "default-flavor"},
+                                         {"resources",
+                                          json::array({{{"name", "cpu"}, {"nominalQuota", "64"}},
+                                                       {{"name", "memory"}, {"nominalQuota", "512Gi"}},
+                                                       {{"name", "nvidia.com/gpu"}, {"nominalQuota", "8"}}})}}})}}})}}}},
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "LocalQueue"},
+         {"metadata", {{"name", "prio-lq"}, {"namespace", "default"}}},
+         {"spec", {{"clusterQueue", "prio-cq"}}}},
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "WorkloadPriorityClass"},
+         {"metadata", {{"name", "low"}}},
+         {"value", 10}},
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "WorkloadPriorityClass"},
+         {"metadata", {{"name", "high"}}},
+         {"value", 1000}},
     };
     const kube::ResourceRef refs[] = {{"kueue.x-k8s.io", "v1beta2", "resourceflavors", "", "default-flavor", ""},
                                       {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "gpu-cq", ""},
-                                      {"kueue.x-k8s.io", "v1beta2", "localqueues", "default", "gpu-lq", ""}};
-    for (int i = 0; i < 3; ++i) {
+                                      {"kueue.x-k8s.io", "v1beta2", "localqueues", "default", "gpu-lq", ""},
+                                      {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "prio-cq", ""},
+                                      {"kueue.x-k8s.io", "v1beta2", "localqueues", "default", "prio-lq", ""},
+                                      {"kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "", "low", ""},
+                                      {"kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "", "high", ""}};
+    for (int i = 0; i < 7; ++i) {
       if (auto applied = client_->Apply(refs[i], objects[i], apply); !applied.ok()) {
         error_ = "creating the queues: " + applied.error().ToString();
         return;
@@ -209,19 +242,21 @@ bool Eventually(int seconds, const std::function<bool()>& done) {
   return done();
 }
 
-// A job folder with a spec `name` asking for `gpus` GPUs on queue gpu-lq.
-std::string JobDir(const std::string& name, int gpus) {
+// A job folder with a spec `name` asking for `gpus` GPUs on `queue`.
+std::string JobDir(const std::string& name, int gpus, const std::string& queue, const std::string& priority) {
   fs::path dir = fs::path(g_work_dir) / "jobs" / name;
   fs::create_directories(dir);
   std::ofstream(dir / "run.sh") << "echo hello\n";
-  std::ofstream(dir / "tau.yaml") << "schema_version: 1\nname: " << name
-                                  << "\nqueue: gpu-lq\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1, memory: 1Gi, gpus: "
-                                  << gpus << "}\n";
+  std::ofstream(dir / "tau.yaml") << "schema_version: 1\nname: " << name << "\nqueue: " << queue
+                                  << (priority.empty() ? "" : "\npriority: " + priority)
+                                  << "\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1, memory: 1Gi, gpus: " << gpus
+                                  << "}\n";
   return dir.string();
 }
 
-std::string Submit(Daemon& d, const std::string& name, int gpus) {
-  auto r = d.Tau({"run", "tau.yaml"}, JobDir(name, gpus));
+std::string Submit(Daemon& d, const std::string& name, int gpus, const std::string& queue = "gpu-lq",
+                   const std::string& priority = "") {
+  auto r = d.Tau({"run", "tau.yaml"}, JobDir(name, gpus, queue, priority));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   return r.out.substr(0, r.out.find_first_of(" \n"));
 }
@@ -313,6 +348,33 @@ TEST_F(KubeBackendTest, ADaemonKilledMidWayAdoptsTheRunningJobWithNoSecondObject
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_TRUE(Eventually(60, [&] { return d->State("survivor") == "Cancelled"; })) << d->log();
   EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", running) == 0; }));
+}
+
+TEST_F(KubeBackendTest, AHigherPriorityJobPreemptsThroughKueueAndTheVictimWaitsAgainUncharged) {
+  if (home_.empty()) return;
+  Daemon d(home_);
+  ASSERT_TRUE(d.Start(kHold)) << d.log();
+  std::string victim = Submit(d, "victim", 8, "prio-lq", "low");
+  ASSERT_TRUE(Eventually(60, [&] { return d.State("victim") == "Running"; })) << d.log();
+  std::string preemptor = Submit(d, "preemptor", 8, "prio-lq", "high");
+  ASSERT_TRUE(Eventually(90, [&] { return d.State("preemptor") == "Running"; }))
+      << d.Status("victim").dump(2) << "\n" << d.Status("preemptor").dump(2) << "\n" << d.log();
+  json v = d.Status("victim");
+  EXPECT_EQ(v.value("state", ""), "Queued");
+  ASSERT_FALSE(v["attempts"].empty());
+  EXPECT_EQ(v["attempts"][0].value("reason", ""), "Preempted") << v.dump(2);
+  EXPECT_EQ(v["retries"].value("restarts", -1), 0) << "a preemption is not charged to retry.max_restarts";
+  // Its next attempt waits as a new suspended Job; the preempted one is gone.
+  EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", victim) == 1; }));
+  kube::ListOptions second;
+  second.label_selector = "taugrid.io/job-id=" + victim + ",taugrid.io/attempt=2";
+  auto next = Cluster::Get()->client().List({"batch", "v1", "jobs", "", "", ""}, second);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ((*next)["items"].size(), 1u);
+
+  auto cancel = d.Tau({"cancel", "victim", "preemptor"});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", victim) == 0 && ObjectsOf("jobs", preemptor) == 0; }));
 }
 
 }  // namespace
