@@ -2,7 +2,8 @@
 // a real control plane started by scripts/k8s-env (kube-apiserver, the
 // scheduler, the controller manager, kwok GPU nodes, Kueue, KubeRay), driven
 // through the real `tau` CLI: admission, Kueue's reasons, cancel, a run to
-// the end, a daemon killed with -9, preemption by priority. One cluster
+// the end, a daemon killed with -9, preemption by priority, a RayJob
+// through KubeRay. One cluster
 // serves every test of this
 // program; `kube_backend_k8s_test WORK_DIR` starts it in WORK_DIR/cluster
 // with kwok's general pod stages (pods can be held running by annotation)
@@ -375,6 +376,25 @@ TEST_F(KubeBackendTest, AHigherPriorityJobPreemptsThroughKueueAndTheVictimWaitsA
   auto cancel = d.Tau({"cancel", "victim", "preemptor"});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", victim) == 0 && ObjectsOf("jobs", preemptor) == 0; }));
+}
+
+TEST_F(KubeBackendTest, ARayJobRunsThroughKubeRayToSucceeded) {
+  if (home_.empty()) return;
+  Daemon d(home_);
+  ASSERT_TRUE(d.Start()) << d.log();
+  fs::path dir = fs::path(g_work_dir) / "jobs" / "ray-quick";
+  fs::create_directories(dir);
+  std::ofstream(dir / "main.py") << "print('hello')\n";
+  std::ofstream(dir / "tau.yaml") << "schema_version: 1\nname: ray-quick\nqueue: gpu-lq\n"
+                                     "run: {entrypoint: main.py, workload_kind: rayjob}\n"
+                                     "compute: {cpus: 1, memory: 1Gi, gpus: 1}\n";
+  auto r = d.Tau({"run", "tau.yaml"}, dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string id = r.out.substr(0, r.out.find_first_of(" \n"));
+  // KubeRay starts the cluster, submits, and polls the (fake) dashboard.
+  ASSERT_TRUE(Eventually(180, [&] { return d.State("ray-quick") == "Succeeded"; }))
+      << d.Status("ray-quick").dump(2) << "\n" << d.log();
+  EXPECT_EQ(d.Status("ray-quick").value("exit_code", json()), 0);
 }
 
 }  // namespace
