@@ -3,7 +3,7 @@
 // scheduler, the controller manager, kwok GPU nodes, Kueue, KubeRay), driven
 // through the real `tau` CLI: admission, Kueue's reasons, cancel, a run to
 // the end, a daemon killed with -9, preemption by priority, a RayJob
-// through KubeRay. One cluster
+// through KubeRay, an API server restart. One cluster
 // serves every test of this
 // program; `kube_backend_k8s_test WORK_DIR` starts it in WORK_DIR/cluster
 // with kwok's general pod stages (pods can be held running by annotation)
@@ -17,10 +17,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -144,6 +146,10 @@ class Cluster : public ::testing::Environment {
   }
 
   void TearDown() override {
+    if (restarted_pid_ > 0) {
+      ::kill(restarted_pid_, SIGTERM);
+      ::waitpid(restarted_pid_, nullptr, 0);
+    }
     if (owned_) {
       testing::CommandResult down = testing::RunCommand({script_, "down", dir_});
       if (down.exit_code != 0) {
@@ -160,11 +166,68 @@ class Cluster : public ::testing::Environment {
   const std::string& skip_reason() const { return skip_reason_; }
   const std::string& dir() const { return dir_; }
   kube::KubeClient& client() { return *client_; }
+  bool owned() const { return owned_; }
+
+  // Stops the cluster's kube-apiserver (recorded in DIR/pids) and starts it
+  // again with the same command line; this process owns the new one and
+  // stops it before `down`.
+  Status RestartApiServer() {
+    pid_t pid = -1;
+    std::ifstream pids(dir_ + "/pids");
+    std::string name, bin;
+    long p = 0;
+    while (pids >> name >> p >> bin) {
+      if (name == "kube-apiserver") pid = static_cast<pid_t>(p);
+    }
+    if (pid <= 0) return NotFoundError("no kube-apiserver in " + dir_ + "/pids");
+    std::ifstream cmdline_file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::stringstream cmdline;
+    cmdline << cmdline_file.rdbuf();
+    std::vector<std::string> argv;
+    std::string arg;
+    for (char c : cmdline.str()) {
+      if (c == '\0') {
+        argv.push_back(arg);
+        arg.clear();
+      } else {
+        arg.push_back(c);
+      }
+    }
+    if (argv.empty() || argv[0].find("kube-apiserver") == std::string::npos ||
+        cmdline.str().find(dir_) == std::string::npos) {
+      return FailedPreconditionError("pid " + std::to_string(pid) + " is not this cluster's kube-apiserver");
+    }
+    ::kill(pid, SIGTERM);
+    for (int i = 0; i < 300; ++i) {  // not our child: wait for /proc to drop it
+      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      if (text.empty() || text.find(") Z") != std::string::npos) break;
+      if (i == 200) ::kill(pid, SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::string log = dir_ + "/logs/kube-apiserver.log";
+    pid_t child = ::fork();
+    if (child == 0) {
+      ::setsid();
+      FILE* out = std::freopen(log.c_str(), "a", stdout);
+      (void)out;
+      ::dup2(STDOUT_FILENO, STDERR_FILENO);
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    if (child < 0) return ErrnoError(errno, "fork");
+    restarted_pid_ = child;
+    return Status::Ok();
+  }
 
  private:
   static inline Cluster* instance_ = nullptr;
   std::string script_, dir_, error_, skip_reason_;
   bool owned_ = false, ready_ = false;
+  pid_t restarted_pid_ = -1;
   std::unique_ptr<kube::KubeClient> client_;
 };
 
@@ -395,6 +458,33 @@ TEST_F(KubeBackendTest, ARayJobRunsThroughKubeRayToSucceeded) {
   ASSERT_TRUE(Eventually(180, [&] { return d.State("ray-quick") == "Succeeded"; }))
       << d.Status("ray-quick").dump(2) << "\n" << d.log();
   EXPECT_EQ(d.Status("ray-quick").value("exit_code", json()), 0);
+}
+
+// Last: it leaves the cluster with an API server this process started.
+TEST_F(KubeBackendTest, TheDaemonFollowsTheClusterAcrossAnApiServerRestart) {
+  if (home_.empty()) return;
+  if (!Cluster::Get()->owned()) {
+    GTEST_SKIP() << "TAU_K8S_ENV_DIR names a cluster this test did not start; it does not restart its API server";
+  }
+  Daemon d(home_);
+  ASSERT_TRUE(d.Start(kHold)) << d.log();
+  std::string before = Submit(d, "before-restart", 4);
+  ASSERT_TRUE(Eventually(60, [&] { return d.State("before-restart") == "Running"; })) << d.log();
+  ASSERT_TRUE(Cluster::Get()->RestartApiServer().ok());
+  ASSERT_TRUE(Eventually(90, [&] {
+    kube::ListOptions one;
+    one.limit = 1;
+    return Cluster::Get()->client().List({"", "v1", "namespaces", "", "", ""}, one).ok();
+  })) << "the API server did not come back";
+  // Admitted after the restart: the reflectors watch again.
+  std::string after = Submit(d, "after-restart", 4);
+  EXPECT_TRUE(Eventually(90, [&] { return d.State("after-restart") == "Running"; }))
+      << d.Status("after-restart").dump(2) << "\n" << d.log();
+  EXPECT_EQ(d.State("before-restart"), "Running");
+  EXPECT_EQ(ObjectsOf("jobs", before), 1u);
+  auto cancel = d.Tau({"cancel", "before-restart", "after-restart"});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_TRUE(Eventually(60, [&] { return ObjectsOf("jobs", before) == 0 && ObjectsOf("jobs", after) == 0; }));
 }
 
 }  // namespace
