@@ -159,7 +159,9 @@ class Cluster : public ::testing::Environment {
   }
 
   bool Usable() {
-    if (!skip_reason_.empty()) return false;
+    if (!skip_reason_.empty()) {
+      return false;
+    }
     EXPECT_TRUE(ready_) << error_;
     return ready_;
   }
@@ -177,9 +179,13 @@ class Cluster : public ::testing::Environment {
     std::string name, bin;
     long p = 0;
     while (pids >> name >> p >> bin) {
-      if (name == "kube-apiserver") pid = static_cast<pid_t>(p);
+      if (name == "kube-apiserver") {
+        pid = static_cast<pid_t>(p);
+      }
     }
-    if (pid <= 0) return NotFoundError("no kube-apiserver in " + dir_ + "/pids");
+    if (pid <= 0) {
+      return NotFoundError("no kube-apiserver in " + dir_ + "/pids");
+    }
     std::ifstream cmdline_file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
     std::stringstream cmdline;
     cmdline << cmdline_file.rdbuf();
@@ -201,8 +207,12 @@ class Cluster : public ::testing::Environment {
     for (int i = 0; i < 300; ++i) {  // not our child: wait for /proc to drop it
       std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
       std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-      if (text.empty() || text.find(") Z") != std::string::npos) break;
-      if (i == 200) ::kill(pid, SIGKILL);
+      if (text.empty() || text.find(") Z") != std::string::npos) {
+        break;
+      }
+      if (i == 200) {
+        ::kill(pid, SIGKILL);
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     std::string log = dir_ + "/logs/kube-apiserver.log";
@@ -213,12 +223,16 @@ class Cluster : public ::testing::Environment {
       (void)out;
       ::dup2(STDOUT_FILENO, STDERR_FILENO);
       std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
+      for (auto& a : argv) {
+        args.push_back(a.data());
+      }
       args.push_back(nullptr);
       ::execv(args[0], args.data());
       ::_exit(127);
     }
-    if (child < 0) return ErrnoError(errno, "fork");
+    if (child < 0) {
+      return ErrnoError(errno, "fork");
+    }
     restarted_pid_ = child;
     return Status::Ok();
   }
@@ -250,7 +264,9 @@ class Daemon {
       (void)out;
       ::dup2(STDOUT_FILENO, STDERR_FILENO);
       std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
+      for (std::string& a : args) {
+        argv.push_back(a.data());
+      }
       argv.push_back(nullptr);
       ::execv(argv[0], argv.data());
       ::_exit(127);
@@ -259,7 +275,9 @@ class Daemon {
       std::ifstream in(fs::path(home_) / "server.json");
       std::stringstream text;
       text << in.rdbuf();
-      if (text.str().find("\"url\"") != std::string::npos) return true;
+      if (text.str().find("\"url\"") != std::string::npos) {
+        return true;
+      }
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
@@ -270,7 +288,9 @@ class Daemon {
     return false;
   }
   void Stop(int sig) {
-    if (pid_ <= 0) return;
+    if (pid_ <= 0) {
+      return;
+    }
     ::kill(pid_, sig);
     ::waitpid(pid_, nullptr, 0);
     pid_ = -1;
@@ -300,7 +320,9 @@ class Daemon {
 
 bool Eventually(int seconds, const std::function<bool()>& done) {
   for (int i = 0; i < seconds * 4; ++i) {
-    if (done()) return true;
+    if (done()) {
+      return true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   return done();
@@ -340,7 +362,9 @@ class KubeBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!Cluster::Get()->Usable()) {
-      if (!Cluster::Get()->skip_reason().empty()) GTEST_SKIP() << Cluster::Get()->skip_reason();
+      if (!Cluster::Get()->skip_reason().empty()) {
+        GTEST_SKIP() << Cluster::Get()->skip_reason();
+      }
       return;
     }
     home_ = (fs::path(g_work_dir) / ("home-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())))
@@ -351,21 +375,29 @@ class KubeBackendTest : public ::testing::Test {
 };
 
 TEST_F(KubeBackendTest, KueueAdmitsTwoOfThreeFourGpuJobsOnEightGpusAndCancelRemovesEveryObject) {
-  if (home_.empty()) return;
+  if (home_.empty()) {
+    return;
+  }
   Daemon d(home_);
   ASSERT_TRUE(d.Start(kHold)) << d.log();
   std::vector<std::string> ids;
-  for (const char* name : {"hold-a", "hold-b", "hold-c"}) ids.push_back(Submit(d, name, 4));
+  for (const char* name : {"hold-a", "hold-b", "hold-c"}) {
+    ids.push_back(Submit(d, name, 4));
+  }
   auto count = [&](const std::string& state) {
     int n = 0;
-    for (const char* name : {"hold-a", "hold-b", "hold-c"}) n += d.State(name) == state ? 1 : 0;
+    for (const char* name : {"hold-a", "hold-b", "hold-c"}) {
+      n += d.State(name) == state ? 1 : 0;
+    }
     return n;
   };
   ASSERT_TRUE(Eventually(60, [&] { return count("Running") == 2 && count("Queued") == 1; }))
       << "Running " << count("Running") << ", Queued " << count("Queued") << "\n" << d.log();
   std::string waiting;
   for (const char* name : {"hold-a", "hold-b", "hold-c"}) {
-    if (d.State(name) == "Queued") waiting = name;
+    if (d.State(name) == "Queued") {
+      waiting = name;
+    }
   }
   // Kueue's own words, once it has tried the Workload.
   testing::CommandResult why;
@@ -374,7 +406,9 @@ TEST_F(KubeBackendTest, KueueAdmitsTwoOfThreeFourGpuJobsOnEightGpusAndCancelRemo
     return why.out.find("insufficient") != std::string::npos;
   })) << why.out << why.err;
   EXPECT_THAT(why.out, HasSubstr("Pending: couldn't assign flavors to pod set main"));
-  for (const std::string& id : ids) EXPECT_EQ(ObjectsOf("jobs", id), 1u) << "one Job per job";
+  for (const std::string& id : ids) {
+    EXPECT_EQ(ObjectsOf("jobs", id), 1u) << "one Job per job";
+  }
 
   auto cancel = d.Tau({"cancel", "hold-a", "hold-b", "hold-c"});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.out << cancel.err;
@@ -386,7 +420,9 @@ TEST_F(KubeBackendTest, KueueAdmitsTwoOfThreeFourGpuJobsOnEightGpusAndCancelRemo
 }
 
 TEST_F(KubeBackendTest, AJobRunsToSucceeded) {
-  if (home_.empty()) return;
+  if (home_.empty()) {
+    return;
+  }
   Daemon d(home_);
   ASSERT_TRUE(d.Start()) << d.log();
   std::string id = Submit(d, "quick", 1);
@@ -397,7 +433,9 @@ TEST_F(KubeBackendTest, AJobRunsToSucceeded) {
 }
 
 TEST_F(KubeBackendTest, ADaemonKilledMidWayAdoptsTheRunningJobWithNoSecondObject) {
-  if (home_.empty()) return;
+  if (home_.empty()) {
+    return;
+  }
   auto d = std::make_unique<Daemon>(home_);
   ASSERT_TRUE(d->Start(kHold)) << d->log();
   std::string running = Submit(*d, "survivor", 4);
@@ -415,7 +453,9 @@ TEST_F(KubeBackendTest, ADaemonKilledMidWayAdoptsTheRunningJobWithNoSecondObject
 }
 
 TEST_F(KubeBackendTest, AHigherPriorityJobPreemptsThroughKueueAndTheVictimWaitsAgainUncharged) {
-  if (home_.empty()) return;
+  if (home_.empty()) {
+    return;
+  }
   Daemon d(home_);
   ASSERT_TRUE(d.Start(kHold)) << d.log();
   std::string victim = Submit(d, "victim", 8, "prio-lq", "low");
@@ -442,7 +482,9 @@ TEST_F(KubeBackendTest, AHigherPriorityJobPreemptsThroughKueueAndTheVictimWaitsA
 }
 
 TEST_F(KubeBackendTest, ARayJobRunsThroughKubeRayToSucceeded) {
-  if (home_.empty()) return;
+  if (home_.empty()) {
+    return;
+  }
   Daemon d(home_);
   ASSERT_TRUE(d.Start()) << d.log();
   fs::path dir = fs::path(g_work_dir) / "jobs" / "ray-quick";
@@ -462,7 +504,9 @@ TEST_F(KubeBackendTest, ARayJobRunsThroughKubeRayToSucceeded) {
 
 // Last: it leaves the cluster with an API server this process started.
 TEST_F(KubeBackendTest, TheDaemonFollowsTheClusterAcrossAnApiServerRestart) {
-  if (home_.empty()) return;
+  if (home_.empty()) {
+    return;
+  }
   if (!Cluster::Get()->owned()) {
     GTEST_SKIP() << "TAU_K8S_ENV_DIR names a cluster this test did not start; it does not restart its API server";
   }

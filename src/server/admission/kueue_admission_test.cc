@@ -33,7 +33,9 @@ json Workload(int64_t attempt, json conditions, json admission = nullptr) {
                              {"kind", "Job"},
                              {"name", fmt::format("train-abcdefgh23-{}", attempt)}}})}}},
             {"status", {{"conditions", conditions}}}};
-  if (!admission.is_null()) w["status"]["admission"] = admission;
+  if (!admission.is_null()) {
+    w["status"]["admission"] = admission;
+  }
   return w;
 }
 
@@ -147,7 +149,9 @@ TEST_F(KueueAdmissionTest, TheClustersWorkloadPriorityClassesTakeThePlaceOfStore
                              {{"metadata", {{"name", "high"}}}, {"value", 1000}, {"description", "the cluster's"}});
   admission_.OnPriorityClass(ReflectorEventType::kAdded, {{"metadata", {{"name", "urgent"}}}, {"value", 5000}});
   std::map<std::string, int64_t> values;
-  for (const auto& pc : admission_.Config().priority_classes) values[pc.name] = pc.value;
+  for (const auto& pc : admission_.Config().priority_classes) {
+    values[pc.name] = pc.value;
+  }
   EXPECT_EQ(values, (std::map<std::string, int64_t>{{"high", 1000}, {"low", 1}, {"urgent", 5000}}));
   admission_.Configure(stored);  // a stored change keeps the cluster's
   EXPECT_EQ(admission_.Config().priority_classes.size(), 3u);

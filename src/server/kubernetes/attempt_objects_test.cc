@@ -35,7 +35,9 @@ AttemptPlan Plan(const std::string& body, int64_t attempt = 1) {
 
 std::string Env(const json& container, const std::string& name) {
   for (const json& e : container["env"]) {
-    if (e["name"] == name) return e.value("value", "");
+    if (e["name"] == name) {
+      return e.value("value", "");
+    }
   }
   return "<unset>";
 }
@@ -89,7 +91,9 @@ TEST(AttemptObjects, AreTheRenderedSuspendedJobForTheAttemptWithItsEnvLabelsAndC
   EXPECT_EQ(container["workingDir"], "/tau/work");
   bool pvc = false;
   for (const json& v : pod["spec"]["volumes"]) {
-    if (v["name"] == "checkpoints") pvc = v["persistentVolumeClaim"]["claimName"] == "ckpt";
+    if (v["name"] == "checkpoints") {
+      pvc = v["persistentVolumeClaim"]["claimName"] == "ckpt";
+    }
   }
   EXPECT_TRUE(pvc) << pod["spec"]["volumes"].dump();
   ASSERT_EQ(objects->dependents.size(), 1u);

@@ -20,7 +20,9 @@ class FakeClusterApi final : public ClusterApi {
   Result<nlohmann::json> Get(const kube::ResourceRef& ref) override {
     calls.push_back("GET " + Key(ref));
     auto it = objects.find(Key(ref));
-    if (it == objects.end()) return NotFoundError(fmt::format("{} not found", Key(ref)));
+    if (it == objects.end()) {
+      return NotFoundError(fmt::format("{} not found", Key(ref)));
+    }
     return it->second;
   }
   Result<nlohmann::json> List(const kube::ResourceRef& ref, const kube::ListOptions& options) override {
@@ -28,8 +30,12 @@ class FakeClusterApi final : public ClusterApi {
     nlohmann::json items = nlohmann::json::array();
     const std::string prefix = ref.resource + "/";
     for (const auto& [key, object] : objects) {
-      if (!key.starts_with(prefix) || !Matches(object, options.label_selector)) continue;
-      if (!ref.namespace_.empty() && object["metadata"].value("namespace", "") != ref.namespace_) continue;
+      if (!key.starts_with(prefix) || !Matches(object, options.label_selector)) {
+        continue;
+      }
+      if (!ref.namespace_.empty() && object["metadata"].value("namespace", "") != ref.namespace_) {
+        continue;
+      }
       items.push_back(object);
     }
     return nlohmann::json{{"items", items}, {"metadata", {{"resourceVersion", "1"}}}};
@@ -38,7 +44,9 @@ class FakeClusterApi final : public ClusterApi {
     kube::ResourceRef named = ref;
     named.name = object["metadata"].value("name", "");
     calls.push_back("CREATE " + Key(named));
-    if (objects.count(Key(named))) return AlreadyExistsError(fmt::format("{} already exists", Key(named)));
+    if (objects.count(Key(named))) {
+      return AlreadyExistsError(fmt::format("{} already exists", Key(named)));
+    }
     nlohmann::json made = object;
     made["metadata"]["uid"] = fmt::format("uid-{}", next_uid++);
     objects[Key(named)] = made;
@@ -47,7 +55,9 @@ class FakeClusterApi final : public ClusterApi {
   Result<nlohmann::json> Delete(const kube::ResourceRef& ref, const kube::DeleteOptions& options) override {
     calls.push_back("DELETE " + Key(ref) +
                     (options.grace_period_seconds ? fmt::format(" grace={}", *options.grace_period_seconds) : ""));
-    if (objects.erase(Key(ref)) == 0) return NotFoundError(fmt::format("{} not found", Key(ref)));
+    if (objects.erase(Key(ref)) == 0) {
+      return NotFoundError(fmt::format("{} not found", Key(ref)));
+    }
     return nlohmann::json::object();
   }
 
@@ -59,12 +69,16 @@ class FakeClusterApi final : public ClusterApi {
 
  private:
   static bool Matches(const nlohmann::json& object, const std::string& selector) {
-    if (selector.empty()) return true;
+    if (selector.empty()) {
+      return true;
+    }
     const nlohmann::json& labels = object["metadata"].value("labels", nlohmann::json::object());
     for (const std::string& term : Split(selector, ',')) {
       const size_t eq = term.find('=');
       auto it = labels.find(term.substr(0, eq));
-      if (it == labels.end() || *it != term.substr(eq + 1)) return false;
+      if (it == labels.end() || *it != term.substr(eq + 1)) {
+        return false;
+      }
     }
     return true;
   }
