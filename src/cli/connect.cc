@@ -90,13 +90,17 @@ Result<ServerEndpoint> WaitForBusyServer(const TauHome& home) {
   }
 }
 
-Result<int64_t> StartBackgroundServer(const TauHome& home, const std::string& listen) {
+Result<int64_t> StartBackgroundServer(const TauHome& home, const std::vector<std::string>& daemon_args) {
   std::error_code ec;
   fs::create_directories(home.root(), ec);
   if (ec) return ErrnoError(ec.value(), fmt::format("create {}", home.root().string()));
   std::string daemon = TaugriddPath();
   std::string log_path = home.server_log().string();
-  std::string home_arg = home.root().string();
+  std::vector<std::string> args = {daemon, "--home", home.root().string()};
+  args.insert(args.end(), daemon_args.begin(), daemon_args.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   auto before = ReadServerJson(home);
   pid_t child = ::fork();
   if (child < 0) return ErrnoError(errno, "fork");
@@ -114,11 +118,7 @@ Result<int64_t> StartBackgroundServer(const TauHome& home, const std::string& li
       ::dup2(log_fd, 2);
     }
     ::syscall(SYS_close_range, 3U, ~0U, 0U);
-    if (listen.empty()) {
-      ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), nullptr);
-    } else {
-      ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), "--listen", listen.c_str(), nullptr);
-    }
+    ::execvp(daemon.c_str(), argv.data());
     ::_exit(127);
   }
   int status = 0;

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/api_client.h"
 #include "common/result.h"
@@ -32,9 +34,9 @@ bool DaemonHoldsLock(const TauHome& home);
 // the lock to answer; Unavailable, naming it busy, when it does not.
 Result<ServerEndpoint> WaitForBusyServer(const TauHome& home);
 
-// Starts taugridd for `home` in the background (with --listen `listen`
-// unless it is empty) and waits until it answers; returns its pid.
-Result<int64_t> StartBackgroundServer(const TauHome& home, const std::string& listen = "");
+// Starts taugridd for `home` in the background and waits until it
+// answers; returns its pid.
+Result<int64_t> StartBackgroundServer(const TauHome& home, const std::vector<std::string>& daemon_args = {});
 
 // Path of the taugridd binary: beside this tau, else on PATH.
 std::string TaugriddPath();

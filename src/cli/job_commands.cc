@@ -477,7 +477,7 @@ int RunPrune(const std::string& older_than, int64_t keep) {
   return kExitOk;
 }
 
-int RunServerStart(bool foreground, const std::string& listen) {
+int RunServerStart(bool foreground, const std::string& listen, std::vector<std::string> daemon_args) {
   TauHome home(TauHome::DefaultRoot());
   if (!listen.empty()) {
     // ADDR:PORT; taugridd checks the rest, this catches a bare port early.
@@ -491,6 +491,7 @@ int RunServerStart(bool foreground, const std::string& listen) {
                    listen.c_str());
       return kExitUsage;
     }
+    daemon_args.insert(daemon_args.end(), {"--listen", listen});
   }
   if (auto info = ReadServerJson(home); info && ServerAnswers(info->url)) {
     if (!listen.empty() && info->listen != listen) {
@@ -511,15 +512,15 @@ int RunServerStart(bool foreground, const std::string& listen) {
   }
   if (foreground) {
     std::string daemon = TaugriddPath();
-    std::string home_arg = home.root().string();
-    if (listen.empty()) {
-      ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), nullptr);
-    } else {
-      ::execlp(daemon.c_str(), daemon.c_str(), "--home", home_arg.c_str(), "--listen", listen.c_str(), nullptr);
-    }
+    std::vector<std::string> args = {daemon, "--home", home.root().string()};
+    args.insert(args.end(), daemon_args.begin(), daemon_args.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(daemon.c_str(), argv.data());
     return Fail(ErrnoError(errno, "start " + daemon));
   }
-  auto pid = StartBackgroundServer(home, listen);
+  auto pid = StartBackgroundServer(home, daemon_args);
   if (!pid.ok()) return Fail(pid.error());
   auto info = ReadServerJson(home);
   std::printf("started taugridd (pid %lld) at %s; log: %s\n", static_cast<long long>(*pid),

@@ -48,8 +48,9 @@ int RunEvents(const std::string& job, bool follow, const std::string& output);
 int RunRemove(const std::vector<std::string>& jobs);
 int RunPrune(const std::string& older_than, int64_t keep);
 
-// `listen`: ADDR:PORT for taugridd --listen ("" : as the last run).
-int RunServerStart(bool foreground, const std::string& listen);
+// `listen`: ADDR:PORT for taugridd --listen ("" : as the last run);
+// `daemon_args` are passed on to taugridd (--backend kubernetes ...).
+int RunServerStart(bool foreground, const std::string& listen, std::vector<std::string> daemon_args = {});
 int RunServerStop();
 int RunServerStatus();
 

@@ -67,7 +67,8 @@ json BaseEnv(const spec::JobSpec& spec, const RenderOptions& options) {
   if (!options.job_id.empty()) env.push_back(EnvValue("TAU_JOB_ID", options.job_id));
   env.push_back(EnvValue("TAU_JOB_NAME", spec.name));
   env.push_back(EnvValue("TAU_WORKSPACE", spec.workspace));
-  env.push_back(EnvValue("TAU_ATTEMPT", "1"));
+  env.push_back(EnvValue("TAU_ATTEMPT", fmt::format("{}", options.attempt)));
+  for (const auto& [k, v] : options.env) env.push_back(EnvValue(k, v));
   for (const auto& [k, v] : spec.runtime.env) env.push_back(EnvValue(k, v));
   return env;
 }

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spec/job_spec.h"
@@ -22,6 +24,11 @@ struct RenderOptions {
   std::string object_name;
   // The TauGrid job id, when known: adds label taugrid.io/job-id and TAU_JOB_ID.
   std::string job_id;
+  // TAU_ATTEMPT of the objects (the Kubernetes backend renders each attempt).
+  int64_t attempt = 1;
+  // More variables for the job's containers, after TAU_ATTEMPT and before
+  // runtime.env (TAU_RETRY_REASON, TAU_RESUME_FROM, TAU_CHECKPOINT_DIR, ...).
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 // The Kubernetes objects the Kubernetes backend creates for a job, in

@@ -1,7 +1,13 @@
 // taugridd: the embedded control plane (docs/server.md).
 //
 //   taugridd [--home DIR] [--listen ADDR:PORT | --port N] [--log-format logfmt|json] [--log-level L]
+//            [--backend local|kubernetes [--kubeconfig PATH [--context NAME]] [--checkpoint-pvc NAME]
+//             [--pod-annotation KEY=VALUE]...]
 //   taugridd --version
+//
+// With --backend kubernetes, jobs run on a cluster (docs/kubernetes.md):
+// Kueue admits them and its scheduler places their pods; without
+// --kubeconfig it connects as the pod it runs in.
 //
 // Holds TAU_HOME/taugridd.lock while it runs (one daemon per TAU_HOME),
 // writes TAU_HOME/server.json, TAU_HOME/token and TAU_HOME/metrics-token
@@ -31,6 +37,7 @@
 #include "common/clock.h"
 #include "common/duration.h"
 #include "common/log.h"
+#include "common/names.h"
 #include "common/tau_home.h"
 #include "exec/cgroup.h"
 #include "exec/gpu_inventory.h"
@@ -40,8 +47,15 @@
 #include "gpu/gpu_source.h"
 #include "exec/process_info.h"
 #include "sched/admission_policy.h"
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "server/admission/kueue_admission.h"
 #include "server/api_server.h"
+#include "server/execution/kube_executor.h"
 #include "server/execution/local_executor.h"
+#include "server/kubernetes/cluster_api.h"
+#include "server/kubernetes/cluster_cache.h"
+#include "server/kubernetes/pod_logs.h"
 #include "server/control_loop.h"
 #include "server/job_manager.h"
 #include "server/state_view.h"
@@ -78,6 +92,11 @@ struct Flags {
   std::string ray_program;  // "" : the first `ray` on PATH
   std::optional<int64_t> history_keep = 10000;  // history.keep; nullopt: all
   int max_streams = 0;  // followed streams at once; 0: from the thread and file limits
+  std::string backend = "local";  // local | kubernetes
+  std::string kubeconfig;         // "": in-cluster configuration
+  std::string kube_context;       // "": the kubeconfig's current-context
+  std::string checkpoint_pvc;     // the checkpoints' PersistentVolumeClaim on Kubernetes
+  std::vector<std::pair<std::string, std::string>> pod_annotations;  // --pod-annotation KEY=VALUE
 };
 
 // "ADDR:PORT" ("[V6ADDR]:PORT" for IPv6) into its parts; PORT 0 to 65535.
@@ -133,6 +152,8 @@ bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
                        "                [--gpu-poll-interval DURATION] [--xid-classes FILE] [--allow-foreign-gpu-processes]\n"
                        "                [--progress-stall-after DURATION] [--ray PROGRAM] [--history-keep N|all]\n"
                        "                [--max-streams N] [--gpu-temp-warn CELSIUS] [--gpu-temp-fatal CELSIUS]\n"
+                       "                [--backend local|kubernetes] [--kubeconfig PATH]\n"
+                       "                [--context NAME] [--checkpoint-pvc NAME] [--pod-annotation KEY=VALUE]...\n"
                        "       taugridd --version\n",
                why.c_str());
   std::exit(2);
@@ -220,6 +241,20 @@ Flags ParseFlags(int argc, char** argv) {
       if (!ParseHistoryKeep(value(), &f.history_keep)) Usage("--history-keep is a count of ended jobs from 0, or all");
     } else if (a == "--max-streams") {
       if (!ParseMaxStreams(value(), &f.max_streams)) Usage("--max-streams is a count of streams from 1");
+    } else if (a == "--backend") {
+      f.backend = value();
+      if (f.backend != "local" && f.backend != "kubernetes") Usage("--backend is local or kubernetes");
+    } else if (a == "--kubeconfig") {
+      f.kubeconfig = value();
+    } else if (a == "--context") {
+      f.kube_context = value();
+    } else if (a == "--checkpoint-pvc") {
+      f.checkpoint_pvc = value();
+    } else if (a == "--pod-annotation") {
+      std::string v = value();
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) Usage("--pod-annotation is KEY=VALUE");
+      f.pod_annotations.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (a == "--ray") {
       f.ray_program = value();
     } else if (a == "--allow-foreign-gpu-processes") {
@@ -236,6 +271,13 @@ Flags ParseFlags(int argc, char** argv) {
   if (f.gpu_temp_fatal_c <= f.gpu_temp_warn_c) {
     Usage(fmt::format("--gpu-temp-fatal ({} °C) must be above --gpu-temp-warn ({} °C)", f.gpu_temp_fatal_c,
                       f.gpu_temp_warn_c));
+  }
+  if (f.backend != "kubernetes" && (!f.kubeconfig.empty() || !f.kube_context.empty() || !f.checkpoint_pvc.empty() ||
+                                    !f.pod_annotations.empty())) {
+    Usage("--kubeconfig, --context, --checkpoint-pvc and --pod-annotation go with --backend kubernetes");
+  }
+  if (!f.checkpoint_pvc.empty() && !CheckDns1123Subdomain(f.checkpoint_pvc).ok()) {
+    Usage("--checkpoint-pvc is the name of a PersistentVolumeClaim (a DNS-1123 subdomain)");
   }
   return f;
 }
@@ -345,13 +387,37 @@ int Main(int argc, char** argv) {
     log::Error("server", "cannot read the machine's capacity", {{"error", capacity_info.status().ToString()}});
     return 1;
   }
+  // On Kubernetes: the cluster's API server. Its calls are made on the
+  // control loop, so they time out sooner than the client's default.
+  const bool on_cluster = flags.backend == "kubernetes";
+  std::unique_ptr<kube::KubeClient> kube_client;
+  if (on_cluster) {
+    auto config = flags.kubeconfig.empty() ? kube::LoadInClusterConfig()
+                                           : kube::LoadKubeconfig(flags.kubeconfig, flags.kube_context);
+    if (!config.ok()) {
+      std::fprintf(stderr, "taugridd: %s\n", config.status().message().c_str());
+      return 2;
+    }
+    kube::TransportOptions transport;
+    transport.request_timeout = std::chrono::seconds(10);
+    auto client = kube::KubeClient::Create(std::move(*config), transport);
+    if (!client.ok()) {
+      log::Error("server", "cannot make the Kubernetes client", {{"error", client.status().ToString()}});
+      return 1;
+    }
+    kube_client = std::move(*client);
+    log::Info("server", "jobs run on Kubernetes: Kueue admits them, the cluster places them",
+              {{"server", kube_client->config().server}});
+  }
   // GPUs: from NVML when it loads (TAU_NVML_LIBRARY names the library),
-  // else from TAU_HOME/gpus.json, else none.
+  // else from TAU_HOME/gpus.json, else none. On Kubernetes, the nodes'.
   std::unique_ptr<gpu::GpuSource> nvml;
   std::vector<gpu::GpuInfo> gpus;
   std::string driver_version, cuda_version;
   const char* nvml_path = std::getenv("TAU_NVML_LIBRARY");
-  if (auto opened = gpu::OpenNvml(nvml_path ? nvml_path : ""); opened.ok()) {
+  if (on_cluster) {
+    // No GPU of this machine is handed out or watched.
+  } else if (auto opened = gpu::OpenNvml(nvml_path ? nvml_path : ""); opened.ok()) {
     nvml = std::move(*opened);
     gpus = nvml->inventory().gpus;
     driver_version = nvml->inventory().driver_version;
@@ -470,7 +536,9 @@ int Main(int argc, char** argv) {
     if (std::strncmp(*e, "TAU_", 4) != 0) options.base_env.emplace_back(*e);
   }
   std::unique_ptr<exec::Cgroup2Driver> cgroups;
-  if (auto detected = exec::DetectCgroup2(); detected.ok()) {
+  if (on_cluster) {
+    // Pods get their limits from their spec.
+  } else if (auto detected = exec::DetectCgroup2(); detected.ok()) {
     cgroups = std::move(*detected);
     options.cgroups = cgroups.get();
     log::Info("server", "jobs run in cgroup v2 leaves with cpu, memory and pids limits");
@@ -492,6 +560,11 @@ int Main(int argc, char** argv) {
   options.history_keep = flags.history_keep;
   options.progress_stall_after = flags.progress_stall_after;
   options.ray_program = flags.ray_program;
+  if (on_cluster) {
+    options.runs_locally = false;
+    options.max_snapshot_bytes = kubernetes::kMaxSnapshotBytes;
+    options.max_snapshot_why = " (the Kubernetes backend delivers a job's code in a ConfigMap)";
+  }
   metrics::Registry registry;
   DefineMetrics(registry, kVersion);
   options.metrics = &registry;
@@ -509,11 +582,27 @@ int Main(int argc, char** argv) {
   // A short job's "Running" goes with its end; others' with a flush for all.
   options.deferred_write_delay = std::chrono::milliseconds(20);
   JobManager* jobs_ptr = nullptr;
-  LocalExecutor executor(home, options.cgroups, SelfDir() + "/tau-shim", [&loop, &jobs_ptr](uint64_t token) {
+  auto on_rank_end = [&loop, &jobs_ptr](uint64_t token) {
     loop.Post([&jobs_ptr, token] { jobs_ptr->OnShimExit(token); });
-  });
+  };
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<kubernetes::KubeClientApi> kube_api;
+  KubeExecutor* kube_executor = nullptr;
+  std::unique_ptr<KueueAdmission> kueue;
+  if (on_cluster) {
+    kube_api = std::make_unique<kubernetes::KubeClientApi>(kube_client.get());
+    auto made = std::make_unique<KubeExecutor>(kube_api.get(), kubernetes::BackendSettings{flags.checkpoint_pvc, flags.pod_annotations},
+                                               on_rank_end);
+    kube_executor = made.get();
+    executor = std::move(made);
+    kueue = std::make_unique<KueueAdmission>(
+        [kube_executor](const std::string& id) { return kube_executor->PreparedAttempt(id); });
+    options.admission = kueue.get();
+  } else {
+    executor = std::make_unique<LocalExecutor>(home, options.cgroups, SelfDir() + "/tau-shim", on_rank_end);
+  }
   sched::FifoPolicy policy;
-  JobManager jobs(home, store->get(), &executor, &policy, SystemClock::Get(), options, &publisher);
+  JobManager jobs(home, store->get(), executor.get(), &policy, SystemClock::Get(), options, &publisher);
   jobs_ptr = &jobs;
   // However main returns, the loops finish their tasks (which use `jobs`)
   // before `jobs` is destroyed: file work first, then the control loop.
@@ -525,10 +614,52 @@ int Main(int argc, char** argv) {
       loop.Stop();
     }
   } stop_loops{files, loop};
+  // On Kubernetes, the cluster as reflectors see it, each change handled
+  // on the loop; listed once before the store is reconciled with it.
+  std::unique_ptr<kubernetes::ClusterCache> cluster;
+  if (on_cluster) {
+    using Type = kube::ReflectorEventType;
+    auto on = [kube_executor](KubeExecutor::Kind kind) {
+      return [kube_executor, kind](Type type, const nlohmann::json& object) { kube_executor->OnObject(kind, type, object); };
+    };
+    kubernetes::ClusterCache::Handlers handlers;
+    handlers.jobs = on(KubeExecutor::Kind::kJob);
+    handlers.rayjobs = on(KubeExecutor::Kind::kRayJob);
+    handlers.pods = on(KubeExecutor::Kind::kPod);
+    handlers.workloads = [&kueue, &jobs](Type type, const nlohmann::json& object) {
+      kueue->OnWorkload(type, object);
+      jobs.OnAdmissionChanged();
+    };
+    handlers.local_queues = [&kueue](Type type, const nlohmann::json& object) { kueue->OnLocalQueue(type, object); };
+    handlers.cluster_queues = [&kueue](Type type, const nlohmann::json& object) {
+      kueue->OnClusterQueue(type, object);
+    };
+    handlers.priority_classes = [&kueue](Type type, const nlohmann::json& object) {
+      kueue->OnPriorityClass(type, object);
+    };
+    cluster = std::make_unique<kubernetes::ClusterCache>(
+        kube_client.get(), [&loop](std::function<void()> task) { loop.Post(std::move(task)); }, std::move(handlers));
+    cluster->Start();
+    if (Status synced = cluster->WaitSynced(std::chrono::seconds(60)); !synced.ok()) {
+      log::Error("server", "cannot follow the cluster", {{"error", synced.ToString()}});
+      return 1;
+    }
+  }
   Status recovered = loop.Call([&] { return jobs.Recover(); });
   if (!recovered.ok()) {
     log::Error("server", "cannot recover the state", {{"error", recovered.ToString()}});
     return 1;
+  }
+  if (kube_executor) {
+    // Objects of jobs that ended or were removed while no daemon ran.
+    (void)loop.Call([&] {
+      auto view = publisher.Current();
+      kube_executor->DeleteOrphans([&view](const std::string& id) {
+        auto job = view->Find(id);
+        return job && !store::IsTerminal(job->job.state);
+      });
+      return Status::Ok();
+    });
   }
   // The GPU monitor's threads read NVML; what they read is handled on the loop.
   std::unique_ptr<gpu::GpuMonitor> monitor;
@@ -566,6 +697,32 @@ int Main(int argc, char** argv) {
   api_options.capacity = capacity;
   api_options.metrics = &registry;
   api_options.max_streams = flags.max_streams;
+  if (kube_client) {
+    api_options.cluster = kube_client.get();
+    // The pod of a rank: labelled with the job's id and attempt, its
+    // completion index the rank (none on a one-worker Job: rank 0).
+    api_options.rank_pod = [client = kube_client.get()](const std::string& job_id, int64_t attempt,
+                                                        int rank) -> Result<kubernetes::PodRef> {
+      kube::ListOptions mine;
+      mine.label_selector = fmt::format("{}={},{}={}", kubernetes::kJobIdLabel, job_id, kubernetes::kAttemptLabel, attempt);
+      TAU_ASSIGN_OR_RETURN(nlohmann::json pods, client->List(kubernetes::PodsRef(), mine));
+      const nlohmann::json* newest = nullptr;
+      for (const nlohmann::json& pod : pods["items"]) {
+        const nlohmann::json annotations = pod["metadata"].value("annotations", nlohmann::json::object());
+        const int index = std::atoi(annotations.value("batch.kubernetes.io/job-completion-index", "0").c_str());
+        if (index != rank) continue;
+        if (!newest || pod["metadata"].value("creationTimestamp", "") >
+                           (*newest)["metadata"].value("creationTimestamp", "")) {
+          newest = &pod;
+        }
+      }
+      if (!newest) {
+        return NotFoundError(fmt::format("no pod of rank {} of attempt {} of job {} exists", rank, attempt, job_id));
+      }
+      return kubernetes::PodRef{(*newest)["metadata"].value("namespace", ""), (*newest)["metadata"].value("name", ""),
+                                ""};
+    };
+  }
   auto api = std::make_unique<ApiServer>(home, &loop, &jobs, &publisher, api_options);
   auto port = api->Bind();
   if (!port.ok() && !listen_given && listen_port != 0) {
@@ -623,6 +780,7 @@ int Main(int argc, char** argv) {
   api->Stop();
   http.join();
   if (monitor) monitor->Stop();
+  if (cluster) cluster->Stop();
   files.Stop();
   loop.Call([&] { jobs.FlushDeferred(); });  // what is recorded in memory only
   loop.Stop();

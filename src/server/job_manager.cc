@@ -249,6 +249,13 @@ Result<PreparedJob> JobManager::PrepareSubmit(const SubmitRequest& req) const {
   if (!fs::exists(blob, ec)) {
     return FailedPreconditionError(fmt::format("snapshot {} has not been uploaded", req.snapshot_digest));
   }
+  if (options_.max_snapshot_bytes > 0) {
+    const auto size = static_cast<int64_t>(fs::file_size(blob, ec));
+    if (!ec && size > options_.max_snapshot_bytes) {
+      return InvalidArgumentError(fmt::format("the code snapshot is {} bytes, over the limit of {} bytes{}", size,
+                                              options_.max_snapshot_bytes, options_.max_snapshot_why));
+    }
+  }
   // Unique among the folders; Submit checks it against the jobs too.
   do {
     prepared.id = NewJobId();
@@ -371,7 +378,7 @@ Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRe
         home_.database().string(), store_message_));
   }
   if (jobs_by_id_.count(prepared.id)) return AbortedError(fmt::format("job id {} is taken; submit again", prepared.id));
-  if (spec.run.workload_kind == spec::WorkloadKind::kRayJob) {
+  if (spec.run.workload_kind == spec::WorkloadKind::kRayJob && options_.runs_locally) {
     TAU_RETURN_IF_ERROR(RayPython().status());
   }
   if (spec.compute.gpus > 0 && spec.compute.gpu_class != "any" && !options_.gpu_info.empty()) {
@@ -387,7 +394,7 @@ Result<std::shared_ptr<const JobView>> JobManager::SubmitPrepared(const SubmitRe
     }
   }
   sched::Resources request = RequestOf(spec);
-  TAU_RETURN_IF_ERROR(policy_->CheckFeasible(request, options_.capacity));
+  if (options_.runs_locally) TAU_RETURN_IF_ERROR(policy_->CheckFeasible(request, options_.capacity));
   {
     Job probe;
     probe.spec = spec;
@@ -492,6 +499,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
                                            job->rec.id, store::JobStateName(job->rec.state), st.message()));
     }
     admission_->Withdraw(job->rec.id);
+    executor_->Discard(job->rec.id);  // what was prepared for its next attempt
     SealEvidence(*job);
     ScheduleAdmission();  // jobs that depend on it fail now
   } else if (!job->rec.cancel_requested) {

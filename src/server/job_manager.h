@@ -130,6 +130,14 @@ struct JobManagerOptions {
   // attempt's start, a sealed capsule's digest) may wait to be written with
   // a later one (JobManager::Deferring); 0: written at once. Needs `after`.
   std::chrono::milliseconds deferred_write_delay{0};
+  // False when attempts run on a cluster (the Kubernetes backend), whose
+  // scheduler places them: the machine's capacity bounds nothing, no GPU
+  // is handed out, and a rayjob needs no local Ray (KubeRay runs it).
+  bool runs_locally = true;
+  // The largest code snapshot a submit may carry (bytes; 0: no limit), and
+  // why (appended to the refusal).
+  int64_t max_snapshot_bytes = 0;
+  std::string max_snapshot_why;
   // Called on the thread that unpacked a job's snapshot, right after (a
   // test hook); unset: nothing.
   std::function<void()> on_snapshot_unpacked;
@@ -247,8 +255,13 @@ class JobManager {
   // Keeps a queued job in its place without admitting it, or lets it go.
   Result<std::shared_ptr<const JobView>> SetHeld(const std::string& id_or_name, bool held);
 
-  // The shim behind `token` is gone.
+  // The shim behind `token` is gone (for an executor on a cluster: the
+  // rank behind `token` ended).
   void OnShimExit(uint64_t token);
+
+  // What admission decides from changed outside the manager (a Kueue
+  // Workload was admitted or evicted): an admission pass runs soon.
+  void OnAdmissionChanged() { ScheduleAdmission(); }
 
   // Starts a new attempt of an ended job (Succeeded, Failed, Cancelled)
   // with its original snapshot and spec, from checkpoint `from` (a name in
@@ -476,6 +489,9 @@ class JobManager {
   void RunAdmission();
   // Runs RunAdmission soon (see JobManagerOptions::defer).
   void ScheduleAdmission();
+  // Tells the executor the job enters its queue for its next attempt
+  // (Executor::Prepare); an error is the job's waiting reason.
+  Status PrepareAttempt(Job& job);
   void StartAttempt(Job& job);
   void FinishAttempt(Job& job, const Result<exec::ExitStatus>& status);
   // Records that `rank` of the current attempt ended with `status`: stops

@@ -130,6 +130,22 @@ AttemptStart JobManager::BuildAttemptStart(const Job& job, int64_t attempt, int 
   return s;
 }
 
+Status JobManager::PrepareAttempt(Job& job) {
+  if (!executor_->PreparesAttempts()) return Status::Ok();
+  AttemptPlan plan;
+  plan.job_id = job.rec.id;
+  plan.attempt = job.rec.attempt + 1;
+  plan.spec = job.spec;
+  plan.snapshot_path = home_.blob(job.rec.snapshot_digest).string();
+  plan.resume_from = ResumePoint(job);
+  plan.env = {"TAU_JOB_ID=" + job.rec.id, "TAU_JOB_NAME=" + job.rec.name,
+              "TAU_ATTEMPT=" + std::to_string(plan.attempt), "TAU_WORKSPACE=" + job.rec.workspace};
+  if (!job.rec.retry_reason.empty()) plan.env.push_back("TAU_RETRY_REASON=" + job.rec.retry_reason);
+  if (!plan.resume_from.empty()) plan.env.push_back("TAU_RESUME_FROM=" + plan.resume_from);
+  for (const auto& [k, v] : job.secret_env) plan.secret_env.push_back(k + "=" + v);
+  return executor_->Prepare(plan);
+}
+
 void JobManager::StartAttempt(Job& job) {
   const int64_t number = job.rec.attempt + 1;
   // Take the job's resources and GPUs.
@@ -197,7 +213,7 @@ void JobManager::StartAttempt(Job& job) {
   }
   const bool ray = job.spec.run.workload_kind == spec::WorkloadKind::kRayJob;
   std::string ray_python;
-  if (ray) {
+  if (ray && options_.runs_locally) {
     auto found = RayPython();  // it was there at submit; it may be gone now
     if (!found.ok()) {
       FinishAttempt(job, found.status());
@@ -488,6 +504,9 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
     unrecorded_ends_[{job.rec.id, attempt.number}] = event;
     ArmStoreRetry();
   }
+  // Once the end is recorded (a restart in between still finds the
+  // attempt's objects); the next attempt, if any, is prepared when queued.
+  executor_->Discard(job.rec.id);
   if (state == JobState::kRetrying) ArmRetryTimer();
   FollowMetricsFile(job);  // its last lines
   job.progress_stalled = false;

@@ -124,6 +124,7 @@ Status JobManager::Remove(const std::string& id_or_name) {
   TAU_RETURN_IF_ERROR(store_->DeleteJob(job->rec.id));
   store::JobRecord rec = job->rec;
   Forget(rec.id);
+  executor_->Discard(rec.id);  // anything an earlier daemon left of it
   RemoveFiles(rec, /*now=*/true);  // one job: gone when tau rm returns
   Publish();
   ScheduleAdmission();  // queued jobs that depended on it fail now

@@ -475,6 +475,14 @@ void JobManager::RunAdmission() {
     if (CheckDependencies(*job) != Dependencies::kReady) continue;
     if (admission_->Knows(job->rec.id)) continue;
     auto w = ToWorkload(*job);
+    // The executor makes what the attempt needs before admission sees it
+    // (on Kubernetes: the suspended objects Kueue queues).
+    if (w.ok()) {
+      if (Status prepared = PrepareAttempt(*job); !prepared.ok()) {
+        SetWaitingReason(*job, "PrepareFailed", prepared.message());
+        continue;
+      }
+    }
     Status st = w.ok() ? admission_->Enqueue(*w) : w.status();
     if (st.ok() && job->rec.held) admission_->SetHeld(job->rec.id, true);
     // Requeued after an eviction: not admitted before its backoff ends.
@@ -524,7 +532,8 @@ void JobManager::RunAdmission() {
   for (const sched::Admission& a : admissions) {
     if (not_to_start.count(a.workload_id)) continue;
     Job& job = *jobs_by_id_[a.workload_id];
-    if (!job.request.FitsIn(free) || UsableGpus(job.spec.compute.gpu_class) < job.request.gpus) {
+    if (options_.runs_locally &&
+        (!job.request.FitsIn(free) || UsableGpus(job.spec.compute.gpu_class) < job.request.gpus)) {
       admission_->Withdraw(job.rec.id);  // back to the queue (same place: ordered by priority and seq)
       std::string shortage = GpuShortage(job.request.gpus);
       SetWaitingReason(job, "WaitingForResources",

@@ -10,6 +10,7 @@
 
 #include "common/result.h"
 #include "exec/exit_status.h"
+#include "spec/job_spec.h"
 
 namespace tau::server {
 
@@ -44,6 +45,27 @@ struct AttemptStart {
   int64_t rlimit_data = 0;
 };
 
+// What an attempt of a job will run, known when the job enters (or
+// re-enters) its queue for that attempt, before admission: an executor
+// that runs attempts as objects an external admission controller queues
+// (Kubernetes with Kueue) creates them from it.
+struct AttemptPlan {
+  std::string job_id;
+  int64_t attempt = 0;  // the number the attempt will have (1 for the first)
+  spec::JobSpec spec;
+  // The job's code snapshot: the tar the client uploaded (a blob file).
+  std::string snapshot_path;
+  // The TAU_* variables of the attempt (TAU_JOB_ID, TAU_JOB_NAME,
+  // TAU_ATTEMPT, TAU_WORKSPACE, TAU_RETRY_REASON after a failure,
+  // TAU_RESUME_FROM when it resumes), KEY=VALUE; runtime.env is in `spec`.
+  std::vector<std::string> env;
+  // From env files: given to the attempt, never shown. KEY=VALUE.
+  std::vector<std::string> secret_env;
+  // The checkpoint the attempt resumes from as the daemon knows it (an
+  // absolute path under the job's checkpoint folder), "" for none.
+  std::string resume_from;
+};
+
 // What the sweep of a rank that ended without recording how found.
 struct RankRemains {
   int64_t killed = 0;        // processes of it that were alive and were killed
@@ -64,6 +86,21 @@ struct RankRemains {
 class Executor {
  public:
   virtual ~Executor() = default;
+  // Whether Prepare does anything (the job code builds no AttemptPlan
+  // for an executor that ignores it).
+  virtual bool PreparesAttempts() const { return false; }
+  // The job enters its queue for attempt `plan.attempt` (on submit, after
+  // a restart, and before each retry). Called again for the same attempt
+  // (after a restart, or when the job is queued anew) it must make nothing
+  // twice. An error keeps the job waiting; the next pass calls it again.
+  // Default: nothing to prepare (the attempt is made at Start).
+  virtual Status Prepare(const AttemptPlan& plan) {
+    (void)plan;
+    return Status::Ok();
+  }
+  // The job's attempt ended, or the job was cancelled or removed: whatever
+  // Prepare made for any attempt of it is let go of. Default: nothing.
+  virtual void Discard(const std::string& job_id) { (void)job_id; }
   // Starts one rank. Once it returns a handle, the rank runs until it ends
   // by itself or is stopped, whatever becomes of the caller.
   virtual Result<RankHandle> Start(const AttemptStart& start) = 0;

@@ -20,7 +20,19 @@ namespace tau::server {
 
 class FakeExecutor final : public Executor {
  public:
+  bool PreparesAttempts() const override { return true; }
+  Status Prepare(const AttemptPlan& plan) override {
+    calls.push_back("prepare " + plan.job_id + " " + std::to_string(plan.attempt));
+    prepared.push_back(plan);
+    return fail_prepare;
+  }
+  void Discard(const std::string& job_id) override {
+    calls.push_back("discard " + job_id);
+    discarded.push_back(job_id);
+  }
   Result<RankHandle> Start(const AttemptStart& start) override {
+    calls.push_back("start " + start.ref.job_id + " " + std::to_string(start.ref.attempt) + " " +
+                    std::to_string(start.ref.rank));
     starts.push_back(start);
     if (fail_start) return PermissionDeniedError("cannot start tau-shim");
     return RankHandle{next_pid++, 1};
@@ -74,6 +86,12 @@ class FakeExecutor final : public Executor {
 
   // Where ranks' files would be (the JobManager's home; set by the test).
   TauHome home{"/nonexistent"};
+  // Prepare, Discard and Start in the order they came: "prepare ID N",
+  // "discard ID", "start ID N RANK".
+  std::vector<std::string> calls;
+  std::vector<AttemptPlan> prepared;
+  std::vector<std::string> discarded;  // job ids
+  Status fail_prepare = Status::Ok();  // what Prepare answers
   std::vector<AttemptStart> starts;
   std::vector<int64_t> stopped;  // handle ids
   std::vector<int64_t> killed_shims;  // handle ids

@@ -1,0 +1,543 @@
+// The Kubernetes backend end to end: taugridd --backend kubernetes against
+// a real control plane started by scripts/k8s-env (kube-apiserver, the
+// scheduler, the controller manager, kwok GPU nodes, Kueue, KubeRay), driven
+// through the real `tau` CLI: admission, Kueue's reasons, cancel, a run to
+// the end, a daemon killed with -9, preemption by priority, a RayJob
+// through KubeRay, an API server restart. One cluster
+// serves every test of this
+// program; `kube_backend_k8s_test WORK_DIR` starts it in WORK_DIR/cluster
+// with kwok's general pod stages (pods can be held running by annotation)
+// and stops it at the end. TAU_K8S_ENV_DIR=DIR uses a cluster already up
+// in DIR (started with K8S_ENV_POD_STAGES=general).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "support/subprocess.h"
+
+namespace tau {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+std::string g_work_dir;
+
+// Pods held running by kwok until the test ends: its delay, and its
+// jitter, which caps the delay when shorter.
+const std::vector<std::string> kHold = {"--pod-annotation", "pod-complete.stage.kwok.x-k8s.io/delay=1h",
+                                        "--pod-annotation", "pod-complete.stage.kwok.x-k8s.io/jitter-delay=1h"};
+
+class Cluster : public ::testing::Environment {
+ public:
+  static Cluster* Get() { return instance_; }
+
+  void SetUp() override {
+    instance_ = this;
+    if (const char* given = std::getenv("TAU_K8S_ENV_DIR"); given != nullptr && *given != '\0') {
+      dir_ = given;
+    } else {
+      if (::geteuid() != 0) {
+        skip_reason_ = "not root; scripts/k8s-env up runs Kueue in a private mount namespace (unshare -m), which needs root";
+        return;
+      }
+      script_ = testing::SourcePath("scripts/k8s-env");
+      dir_ = (fs::path(g_work_dir) / "cluster").string();
+      fs::remove_all(dir_);
+      fs::create_directories(dir_);
+      testing::CommandResult up = testing::RunCommand({script_, "up", dir_}, "", {{"K8S_ENV_POD_STAGES", "general"}});
+      if (up.exit_code != 0) {
+        error_ = "scripts/k8s-env up " + dir_ + " failed (exit " + std::to_string(up.exit_code) + "):\n" + up.out +
+                 "\n" + up.err;
+        return;
+      }
+      owned_ = true;
+    }
+    auto config = kube::LoadKubeconfig(dir_ + "/kubeconfig");
+    if (!config.ok()) {
+      error_ = config.error().ToString();
+      return;
+    }
+    auto client = kube::KubeClient::Create(*config);
+    if (!client.ok()) {
+      error_ = client.error().ToString();
+      return;
+    }
+    client_ = std::move(*client);
+    // One ClusterQueue of 8 GPUs and its LocalQueue in namespace default.
+    kube::ApplyOptions apply{"taugrid-k8s-test", true};
+    const json objects[] = {
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "ResourceFlavor"}, {"metadata", {{"name", "default-flavor"}}}},
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "ClusterQueue"},
+         {"metadata", {{"name", "gpu-cq"}}},
+         {"spec",
+          {{"namespaceSelector", json::object()},
+           {"resourceGroups",
+            json::array({{{"coveredResources", {"cpu", "memory", "nvidia.com/gpu"}},
+                          {"flavors",
+                           json::array({{{"name", "default-flavor"},
+                                         {"resources",
+                                          json::array({{{"name", "cpu"}, {"nominalQuota", "64"}},
+                                                       {{"name", "memory"}, {"nominalQuota", "512Gi"}},
+                                                       {{"name", "nvidia.com/gpu"}, {"nominalQuota", "8"}}})}}})}}})}}}},
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "LocalQueue"},
+         {"metadata", {{"name", "gpu-lq"}, {"namespace", "default"}}},
+         {"spec", {{"clusterQueue", "gpu-cq"}}}},
+        // 8 GPUs where a higher priority preempts a lower one.
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "ClusterQueue"},
+         {"metadata", {{"name", "prio-cq"}}},
+         {"spec",
+          {{"namespaceSelector", json::object()},
+           {"preemption", {{"withinClusterQueue", "LowerPriority"}}},
+           {"resourceGroups",
+            json::array({{{"coveredResources", {"cpu", "memory", "nvidia.com/gpu"}},
+                          {"flavors",
+                           json::array({{{"name", "default-flavor"},
+                                         {"resources",
+                                          json::array({{{"name", "cpu"}, {"nominalQuota", "64"}},
+                                                       {{"name", "memory"}, {"nominalQuota", "512Gi"}},
+                                                       {{"name", "nvidia.com/gpu"}, {"nominalQuota", "8"}}})}}})}}})}}}},
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "LocalQueue"},
+         {"metadata", {{"name", "prio-lq"}, {"namespace", "default"}}},
+         {"spec", {{"clusterQueue", "prio-cq"}}}},
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "WorkloadPriorityClass"},
+         {"metadata", {{"name", "low"}}},
+         {"value", 10}},
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "WorkloadPriorityClass"},
+         {"metadata", {{"name", "high"}}},
+         {"value", 1000}},
+    };
+    const kube::ResourceRef refs[] = {{"kueue.x-k8s.io", "v1beta2", "resourceflavors", "", "default-flavor", ""},
+                                      {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "gpu-cq", ""},
+                                      {"kueue.x-k8s.io", "v1beta2", "localqueues", "default", "gpu-lq", ""},
+                                      {"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "prio-cq", ""},
+                                      {"kueue.x-k8s.io", "v1beta2", "localqueues", "default", "prio-lq", ""},
+                                      {"kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "", "low", ""},
+                                      {"kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "", "high", ""}};
+    for (int i = 0; i < 7; ++i) {
+      if (auto applied = client_->Apply(refs[i], objects[i], apply); !applied.ok()) {
+        error_ = "creating the queues: " + applied.error().ToString();
+        return;
+      }
+    }
+    ready_ = true;
+  }
+
+  void TearDown() override {
+    if (restarted_pid_ > 0) {
+      ::kill(restarted_pid_, SIGTERM);
+      ::waitpid(restarted_pid_, nullptr, 0);
+    }
+    if (owned_) {
+      testing::CommandResult down = testing::RunCommand({script_, "down", dir_});
+      if (down.exit_code != 0) {
+        ADD_FAILURE() << "scripts/k8s-env down failed: " << down.out << down.err;
+      }
+    }
+  }
+
+  bool Usable() {
+    if (!skip_reason_.empty()) {
+      return false;
+    }
+    EXPECT_TRUE(ready_) << error_;
+    return ready_;
+  }
+  const std::string& skip_reason() const { return skip_reason_; }
+  const std::string& dir() const { return dir_; }
+  kube::KubeClient& client() { return *client_; }
+  bool owned() const { return owned_; }
+
+  // Stops the cluster's kube-apiserver (recorded in DIR/pids) and starts it
+  // again with the same command line; this process owns the new one and
+  // stops it before `down`.
+  Status RestartApiServer() {
+    pid_t pid = -1;
+    std::ifstream pids(dir_ + "/pids");
+    std::string name, bin;
+    long p = 0;
+    while (pids >> name >> p >> bin) {
+      if (name == "kube-apiserver") {
+        pid = static_cast<pid_t>(p);
+      }
+    }
+    if (pid <= 0) {
+      return NotFoundError("no kube-apiserver in " + dir_ + "/pids");
+    }
+    std::ifstream cmdline_file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::stringstream cmdline;
+    cmdline << cmdline_file.rdbuf();
+    std::vector<std::string> argv;
+    std::string arg;
+    for (char c : cmdline.str()) {
+      if (c == '\0') {
+        argv.push_back(arg);
+        arg.clear();
+      } else {
+        arg.push_back(c);
+      }
+    }
+    if (argv.empty() || argv[0].find("kube-apiserver") == std::string::npos ||
+        cmdline.str().find(dir_) == std::string::npos) {
+      return FailedPreconditionError("pid " + std::to_string(pid) + " is not this cluster's kube-apiserver");
+    }
+    ::kill(pid, SIGTERM);
+    for (int i = 0; i < 300; ++i) {  // not our child: wait for /proc to drop it
+      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      if (text.empty() || text.find(") Z") != std::string::npos) {
+        break;
+      }
+      if (i == 200) {
+        ::kill(pid, SIGKILL);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::string log = dir_ + "/logs/kube-apiserver.log";
+    pid_t child = ::fork();
+    if (child == 0) {
+      ::setsid();
+      FILE* out = std::freopen(log.c_str(), "a", stdout);
+      (void)out;
+      ::dup2(STDOUT_FILENO, STDERR_FILENO);
+      std::vector<char*> args;
+      for (auto& a : argv) {
+        args.push_back(a.data());
+      }
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    if (child < 0) {
+      return ErrnoError(errno, "fork");
+    }
+    restarted_pid_ = child;
+    return Status::Ok();
+  }
+
+ private:
+  static inline Cluster* instance_ = nullptr;
+  std::string script_, dir_, error_, skip_reason_;
+  bool owned_ = false, ready_ = false;
+  pid_t restarted_pid_ = -1;
+  std::unique_ptr<kube::KubeClient> client_;
+};
+
+// A taugridd --backend kubernetes of its own TAU_HOME, and the tau CLI
+// against it.
+class Daemon {
+ public:
+  explicit Daemon(std::string home) : home_(std::move(home)) { fs::create_directories(home_); }
+  ~Daemon() { Stop(SIGTERM); }
+
+  bool Start(const std::vector<std::string>& extra = {}) {
+    fs::remove(fs::path(home_) / "server.json");
+    std::vector<std::string> args = {testing::BinPath("taugridd"), "--home", home_, "--backend", "kubernetes",
+                                     "--kubeconfig", Cluster::Get()->dir() + "/kubeconfig"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::string log = home_ + "/taugridd.log";
+      FILE* out = std::freopen(log.c_str(), "a", stdout);
+      (void)out;
+      ::dup2(STDOUT_FILENO, STDERR_FILENO);
+      std::vector<char*> argv;
+      for (std::string& a : args) {
+        argv.push_back(a.data());
+      }
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 1200; ++i) {
+      std::ifstream in(fs::path(home_) / "server.json");
+      std::stringstream text;
+      text << in.rdbuf();
+      if (text.str().find("\"url\"") != std::string::npos) {
+        return true;
+      }
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  void Stop(int sig) {
+    if (pid_ <= 0) {
+      return;
+    }
+    ::kill(pid_, sig);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  testing::CommandResult Tau(const std::vector<std::string>& args, const std::string& cwd = "") {
+    std::vector<std::string> argv = {testing::BinPath("tau")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunCommand(argv, cwd, {{"TAU_HOME", home_}});
+  }
+  json Status(const std::string& job) {
+    auto r = Tau({"status", job, "-o", "json"});
+    json out = json::parse(r.out, nullptr, false);
+    return out.is_discarded() ? json::object() : out;
+  }
+  std::string State(const std::string& job) { return Status(job).value("state", "?"); }
+  std::string log() const {
+    std::ifstream in(fs::path(home_) / "taugridd.log");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+ private:
+  std::string home_;
+  pid_t pid_ = -1;
+};
+
+bool Eventually(int seconds, const std::function<bool()>& done) {
+  for (int i = 0; i < seconds * 4; ++i) {
+    if (done()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return done();
+}
+
+// A job folder with a spec `name` asking for `gpus` GPUs on `queue`.
+std::string JobDir(const std::string& name, int gpus, const std::string& queue, const std::string& priority) {
+  fs::path dir = fs::path(g_work_dir) / "jobs" / name;
+  fs::create_directories(dir);
+  std::ofstream(dir / "run.sh") << "echo hello\n";
+  std::ofstream(dir / "tau.yaml") << "schema_version: 1\nname: " << name << "\nqueue: " << queue
+                                  << (priority.empty() ? "" : "\npriority: " + priority)
+                                  << "\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1, memory: 1Gi, gpus: " << gpus
+                                  << "}\n";
+  return dir.string();
+}
+
+std::string Submit(Daemon& d, const std::string& name, int gpus, const std::string& queue = "gpu-lq",
+                   const std::string& priority = "") {
+  auto r = d.Tau({"run", "tau.yaml"}, JobDir(name, gpus, queue, priority));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  return r.out.substr(0, r.out.find_first_of(" \n"));
+}
+
+// The objects of kind `resource` labelled with the job's id.
+size_t ObjectsOf(const std::string& resource, const std::string& job_id) {
+  kube::ListOptions options;
+  options.label_selector = "taugrid.io/job-id=" + job_id;
+  kube::ResourceRef ref = resource == "configmaps" ? kube::ResourceRef{"", "v1", "configmaps", "", "", ""}
+                                                   : kube::ResourceRef{"batch", "v1", resource, "", "", ""};
+  auto list = Cluster::Get()->client().List(ref, options);
+  EXPECT_TRUE(list.ok()) << list.status().ToString();
+  return list.ok() ? (*list)["items"].size() : 0;
+}
+
+class KubeBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Cluster::Get()->Usable()) {
+      if (!Cluster::Get()->skip_reason().empty()) {
+        GTEST_SKIP() << Cluster::Get()->skip_reason();
+      }
+      return;
+    }
+    home_ = (fs::path(g_work_dir) / ("home-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())))
+                .string();
+    fs::remove_all(home_);
+  }
+  std::string home_;
+};
+
+TEST_F(KubeBackendTest, KueueAdmitsTwoOfThreeFourGpuJobsOnEightGpusAndCancelRemovesEveryObject) {
+  if (home_.empty()) {
+    return;
+  }
+  Daemon d(home_);
+  ASSERT_TRUE(d.Start(kHold)) << d.log();
+  std::vector<std::string> ids;
+  for (const char* name : {"hold-a", "hold-b", "hold-c"}) {
+    ids.push_back(Submit(d, name, 4));
+  }
+  auto count = [&](const std::string& state) {
+    int n = 0;
+    for (const char* name : {"hold-a", "hold-b", "hold-c"}) {
+      n += d.State(name) == state ? 1 : 0;
+    }
+    return n;
+  };
+  ASSERT_TRUE(Eventually(60, [&] { return count("Running") == 2 && count("Queued") == 1; }))
+      << "Running " << count("Running") << ", Queued " << count("Queued") << "\n" << d.log();
+  std::string waiting;
+  for (const char* name : {"hold-a", "hold-b", "hold-c"}) {
+    if (d.State(name) == "Queued") {
+      waiting = name;
+    }
+  }
+  // Kueue's own words, once it has tried the Workload.
+  testing::CommandResult why;
+  EXPECT_TRUE(Eventually(30, [&] {
+    why = d.Tau({"why", waiting});
+    return why.out.find("insufficient") != std::string::npos;
+  })) << why.out << why.err;
+  EXPECT_THAT(why.out, HasSubstr("Pending: couldn't assign flavors to pod set main"));
+  for (const std::string& id : ids) {
+    EXPECT_EQ(ObjectsOf("jobs", id), 1u) << "one Job per job";
+  }
+
+  auto cancel = d.Tau({"cancel", "hold-a", "hold-b", "hold-c"});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.out << cancel.err;
+  EXPECT_TRUE(Eventually(60, [&] { return count("Cancelled") == 3; })) << d.log();
+  for (const std::string& id : ids) {
+    EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", id) == 0 && ObjectsOf("configmaps", id) == 0; }))
+        << "objects of " << id << " left";
+  }
+}
+
+TEST_F(KubeBackendTest, AJobRunsToSucceeded) {
+  if (home_.empty()) {
+    return;
+  }
+  Daemon d(home_);
+  ASSERT_TRUE(d.Start()) << d.log();
+  std::string id = Submit(d, "quick", 1);
+  ASSERT_TRUE(Eventually(90, [&] { return d.State("quick") == "Succeeded"; }))
+      << d.Status("quick").dump(2) << "\n" << d.log();
+  EXPECT_EQ(d.Status("quick").value("exit_code", json()), 0);
+  EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", id) == 0; })) << "its objects go when it ends";
+}
+
+TEST_F(KubeBackendTest, ADaemonKilledMidWayAdoptsTheRunningJobWithNoSecondObject) {
+  if (home_.empty()) {
+    return;
+  }
+  auto d = std::make_unique<Daemon>(home_);
+  ASSERT_TRUE(d->Start(kHold)) << d->log();
+  std::string running = Submit(*d, "survivor", 4);
+  ASSERT_TRUE(Eventually(60, [&] { return d->State("survivor") == "Running"; })) << d->log();
+  d->Stop(SIGKILL);
+  d = std::make_unique<Daemon>(home_);
+  ASSERT_TRUE(d->Start(kHold)) << d->log();
+  EXPECT_EQ(d->State("survivor"), "Running") << d->log();
+  EXPECT_EQ(d->Status("survivor").value("attempt", 0), 1) << "adopted, not started again";
+  EXPECT_EQ(ObjectsOf("jobs", running), 1u) << "no duplicate object";
+  auto cancel = d->Tau({"cancel", "survivor"});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_TRUE(Eventually(60, [&] { return d->State("survivor") == "Cancelled"; })) << d->log();
+  EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", running) == 0; }));
+}
+
+TEST_F(KubeBackendTest, AHigherPriorityJobPreemptsThroughKueueAndTheVictimWaitsAgainUncharged) {
+  if (home_.empty()) {
+    return;
+  }
+  Daemon d(home_);
+  ASSERT_TRUE(d.Start(kHold)) << d.log();
+  std::string victim = Submit(d, "victim", 8, "prio-lq", "low");
+  ASSERT_TRUE(Eventually(60, [&] { return d.State("victim") == "Running"; })) << d.log();
+  std::string preemptor = Submit(d, "preemptor", 8, "prio-lq", "high");
+  ASSERT_TRUE(Eventually(90, [&] { return d.State("preemptor") == "Running"; }))
+      << d.Status("victim").dump(2) << "\n" << d.Status("preemptor").dump(2) << "\n" << d.log();
+  json v = d.Status("victim");
+  EXPECT_EQ(v.value("state", ""), "Queued");
+  ASSERT_FALSE(v["attempts"].empty());
+  EXPECT_EQ(v["attempts"][0].value("reason", ""), "Preempted") << v.dump(2);
+  EXPECT_EQ(v["retries"].value("restarts", -1), 0) << "a preemption is not charged to retry.max_restarts";
+  // Its next attempt waits as a new suspended Job; the preempted one is gone.
+  EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", victim) == 1; }));
+  kube::ListOptions second;
+  second.label_selector = "taugrid.io/job-id=" + victim + ",taugrid.io/attempt=2";
+  auto next = Cluster::Get()->client().List({"batch", "v1", "jobs", "", "", ""}, second);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ((*next)["items"].size(), 1u);
+
+  auto cancel = d.Tau({"cancel", "victim", "preemptor"});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", victim) == 0 && ObjectsOf("jobs", preemptor) == 0; }));
+}
+
+TEST_F(KubeBackendTest, ARayJobRunsThroughKubeRayToSucceeded) {
+  if (home_.empty()) {
+    return;
+  }
+  Daemon d(home_);
+  ASSERT_TRUE(d.Start()) << d.log();
+  fs::path dir = fs::path(g_work_dir) / "jobs" / "ray-quick";
+  fs::create_directories(dir);
+  std::ofstream(dir / "main.py") << "print('hello')\n";
+  std::ofstream(dir / "tau.yaml") << "schema_version: 1\nname: ray-quick\nqueue: gpu-lq\n"
+                                     "run: {entrypoint: main.py, workload_kind: rayjob}\n"
+                                     "compute: {cpus: 1, memory: 1Gi, gpus: 1}\n";
+  auto r = d.Tau({"run", "tau.yaml"}, dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string id = r.out.substr(0, r.out.find_first_of(" \n"));
+  // KubeRay starts the cluster, submits, and polls the (fake) dashboard.
+  ASSERT_TRUE(Eventually(180, [&] { return d.State("ray-quick") == "Succeeded"; }))
+      << d.Status("ray-quick").dump(2) << "\n" << d.log();
+  EXPECT_EQ(d.Status("ray-quick").value("exit_code", json()), 0);
+}
+
+// Last: it leaves the cluster with an API server this process started.
+TEST_F(KubeBackendTest, TheDaemonFollowsTheClusterAcrossAnApiServerRestart) {
+  if (home_.empty()) {
+    return;
+  }
+  if (!Cluster::Get()->owned()) {
+    GTEST_SKIP() << "TAU_K8S_ENV_DIR names a cluster this test did not start; it does not restart its API server";
+  }
+  Daemon d(home_);
+  ASSERT_TRUE(d.Start(kHold)) << d.log();
+  std::string before = Submit(d, "before-restart", 4);
+  ASSERT_TRUE(Eventually(60, [&] { return d.State("before-restart") == "Running"; })) << d.log();
+  ASSERT_TRUE(Cluster::Get()->RestartApiServer().ok());
+  ASSERT_TRUE(Eventually(90, [&] {
+    kube::ListOptions one;
+    one.limit = 1;
+    return Cluster::Get()->client().List({"", "v1", "namespaces", "", "", ""}, one).ok();
+  })) << "the API server did not come back";
+  // Admitted after the restart: the reflectors watch again.
+  std::string after = Submit(d, "after-restart", 4);
+  EXPECT_TRUE(Eventually(90, [&] { return d.State("after-restart") == "Running"; }))
+      << d.Status("after-restart").dump(2) << "\n" << d.log();
+  EXPECT_EQ(d.State("before-restart"), "Running");
+  EXPECT_EQ(ObjectsOf("jobs", before), 1u);
+  auto cancel = d.Tau({"cancel", "before-restart", "after-restart"});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_TRUE(Eventually(60, [&] { return ObjectsOf("jobs", before) == 0 && ObjectsOf("jobs", after) == 0; }));
+}
+
+}  // namespace
+}  // namespace tau
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  tau::g_work_dir = argc > 1 ? argv[1] : (std::filesystem::temp_directory_path() / "kube-backend-k8s").string();
+  std::filesystem::create_directories(tau::g_work_dir);
+  ::testing::AddGlobalTestEnvironment(new tau::Cluster);
+  return RUN_ALL_TESTS();
+}
