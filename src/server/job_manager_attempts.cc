@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "common/log.h"
 #include "common/strings.h"
@@ -156,6 +157,11 @@ void JobManager::StartAttempt(Job& job) {
   job.rec.retry_at.reset();      // a requeue backoff is over once admitted
   job.rec.state = JobState::kAdmitted;
   job.rec.attempt = number;
+  // Why it waited (or why the last attempt ended) is over: a job that
+  // runs has no pending reason. The last attempt's end stays in its
+  // attempt record and the timeline.
+  const std::string waiting_reason = std::exchange(job.rec.reason, "");
+  const std::string waiting_message = std::exchange(job.rec.message, "");
   const int64_t admitted_ms = NowMs();
   if (!job.rec.admitted_at) {
     ObserveSeconds("taugrid_admission_wait_seconds", {{"queue", job.rec.queue}}, admitted_ms - job.rec.created_at);
@@ -181,6 +187,8 @@ void JobManager::StartAttempt(Job& job) {
       job.rec.state = JobState::kQueued;
       job.rec.attempt = number - 1;
       job.rec.resume_from = chosen_checkpoint;
+      job.rec.reason = waiting_reason;
+      job.rec.message = waiting_message;
       job.attempts.erase(std::remove_if(job.attempts.begin(), job.attempts.end(),
                                         [&](const AttemptRecord& a) { return a.number == number; }),
                          job.attempts.end());
@@ -263,6 +271,9 @@ void JobManager::StartAttempt(Job& job) {
   ObserveSeconds("taugrid_job_start_seconds", {}, *attempt.started_at - admitted_ms);
   job.rec.state = JobState::kRunning;
   job.rec.started_at = job.rec.started_at.value_or(*attempt.started_at);
+  // Its progress rate starts again with this attempt's lines.
+  if (!job.progress) job.progress = std::make_shared<progress::Tracker>();
+  job.progress->StartAttempt(*attempt.started_at);
   {
     // "Running" records what has happened: the shims run, and hold their
     // locks, so a restarted daemon finds them however far this write got.
@@ -491,6 +502,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   if (state == JobState::kRetrying) ArmRetryTimer();
   FollowMetricsFile(job);  // its last lines
   job.progress_stalled = false;
+  if (job.progress) job.progress->SetStalled(false);
   RefreshCheckpoints(job);
   SealEvidence(job);  // once it has ended and its end is recorded
 }

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "server/job_manager_test_fixture.h"
 
 namespace tau::server {
@@ -175,6 +177,65 @@ TEST_F(RetryTest, ADaemonRestartKeepsTheBudgetAndTheBackoff) {
   EXPECT_EQ(Env(runner.starts[0], "TAU_ATTEMPT"), "2");
   EndLatest(*jobs, runner, id, 2, 3);
   EXPECT_EQ(View(id)->job.restarts, 2) << "the budget spent before the restart still counts";
+}
+
+TEST_F(RetryTest, ARetriedJobThatRunsAgainShowsNoPendingReason) {
+  FakeExecutor runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
+  EndLatest(*jobs, runner, id, 1, 3);
+  clock_.Advance(std::chrono::seconds(10));
+  jobs->WakeRetries();
+  ASSERT_EQ(View(id)->job.state, JobState::kRunning);
+  EXPECT_EQ(View(id)->job.reason, "") << View(id)->job.message;
+  EXPECT_EQ(View(id)->job.message, "");
+  EXPECT_EQ(View(id)->attempts[0].reason, "ExitCode") << "the last attempt keeps why it ended";
+  auto why = jobs->WhyJson(id);
+  ASSERT_TRUE(why.ok());
+  auto j = nlohmann::json::parse(*why);
+  EXPECT_EQ(j["state"], "Running");
+  EXPECT_EQ(j["reason"], "");
+  EXPECT_EQ(j["attempt"], 2);
+  // Stored so: a restarted daemon shows the same.
+  auto stored = store_->LoadJob(id);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->reason, "");
+}
+
+TEST_F(RetryTest, TheProgressRateStartsAgainWithEachAttemptAndStopsWhileStalled) {
+  FakeExecutor runner;
+  tweak_ = [](JobManagerOptions& o) { o.progress_stall_after = std::chrono::minutes(1); };
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
+  const fs::path metrics = home().metrics_file(id);
+  fs::create_directories(metrics.parent_path());
+  std::ofstream(metrics, std::ios::app) << "{\"step\": 0, \"total_steps\": 100}\n";
+  jobs->RefreshProgress();
+  clock_.Advance(std::chrono::seconds(10));
+  std::ofstream(metrics, std::ios::app) << "{\"step\": 30}\n";
+  jobs->RefreshProgress();
+  ASSERT_TRUE(View(id)->progress->steps_per_second.has_value());
+  EXPECT_DOUBLE_EQ(*View(id)->progress->steps_per_second, 3.0);
+
+  EndLatest(*jobs, runner, id, 1, 3);
+  clock_.Advance(std::chrono::seconds(10));
+  jobs->WakeRetries();
+  ASSERT_EQ(View(id)->job.state, JobState::kRunning);
+  EXPECT_FALSE(View(id)->progress->steps_per_second.has_value()) << "attempt 1's rate is not attempt 2's";
+  EXPECT_FALSE(View(id)->progress->eta_seconds.has_value());
+  std::ofstream(metrics, std::ios::app) << "{\"step\": 20}\n";  // resumed from a checkpoint
+  jobs->RefreshProgress();
+  clock_.Advance(std::chrono::seconds(10));
+  std::ofstream(metrics, std::ios::app) << "{\"step\": 30}\n";
+  jobs->RefreshProgress();
+  ASSERT_TRUE(View(id)->progress->steps_per_second.has_value());
+  EXPECT_DOUBLE_EQ(*View(id)->progress->steps_per_second, 1.0);
+  EXPECT_DOUBLE_EQ(*View(id)->progress->eta_seconds, 70.0);
+
+  clock_.Advance(std::chrono::minutes(2));  // no line since
+  jobs->RefreshProgress();
+  EXPECT_TRUE(View(id)->progress_stalled);
+  EXPECT_FALSE(View(id)->progress->eta_seconds.has_value()) << "no ETA while stalled";
 }
 
 TEST_F(RetryTest, TheNextAttemptResumesFromTheNewestCompleteCheckpoint) {
