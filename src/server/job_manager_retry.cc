@@ -137,7 +137,7 @@ void JobManager::WakeRetries() {
 
 std::string JobManager::ResumePoint(const Job& job) const {
   const fs::path dir = home_.checkpoint_dir(job.rec.id);
-  auto list = resume::ListCheckpoints(dir);
+  auto list = resume::ListCheckpoints(dir, job.spec.checkpoint);
   if (!list.ok()) {
     log::Warn("jobs", "cannot list checkpoints", {{"job", job.rec.id}, {"error", list.status().ToString()}});
     return "";
@@ -158,7 +158,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Resume(const std::string& id_
     return FailedPreconditionError(fmt::format("job {} is {}; tau resume starts a new attempt of a job that has ended",
                                                job->rec.id, store::JobStateName(job->rec.state)));
   }
-  auto list = resume::ListCheckpoints(home_.checkpoint_dir(job->rec.id));
+  auto list = resume::ListCheckpoints(home_.checkpoint_dir(job->rec.id), job->spec.checkpoint);
   if (!list.ok()) return list.status().WithContext("listing the job's checkpoints");
   if (!from.empty()) {
     bool found = false;
@@ -212,8 +212,9 @@ void JobManager::RefreshCheckpoints(Job& job) {
   }
   if (!job.rec.resume_from.empty()) protect.push_back(job.rec.resume_from);
   RunInBackground([this, id = job.rec.id, dir = home_.checkpoint_dir(job.rec.id), keep = job.spec.checkpoint.keep,
-                   known = resume::CheckpointsFromJson(job.rec.checkpoints), protect]() -> std::function<void()> {
-    auto index = resume::IndexCheckpoints(dir, known);
+                   known = resume::CheckpointsFromJson(job.rec.checkpoints), protect,
+                   rules = job.spec.checkpoint]() -> std::function<void()> {
+    auto index = resume::IndexCheckpoints(dir, known, rules);
     std::vector<std::string> deleted;
     std::string json;
     if (index.ok()) {

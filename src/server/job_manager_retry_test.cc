@@ -13,6 +13,7 @@ namespace {
 
 using store::JobState;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kRetryJob[] =
     "name: r\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n"
@@ -263,6 +264,34 @@ TEST_F(RetryTest, TheNextAttemptResumesFromTheNewestCompleteCheckpoint) {
   EXPECT_EQ(View(id)->attempts[1].resumed_from, expected);
 }
 
+TEST_F(RetryTest, AStrayFileInTheCheckpointFolderIsNeverResumedFrom) {
+  FakeExecutor runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
+  WriteCheckpoint(id, "step-0025.json", 30);
+  WriteCheckpoint(id, "pid", 5);  // written after the checkpoint: the newest file
+  EndLatest(*jobs, runner, id, 1, 3);
+  EXPECT_THAT(View(id)->job.checkpoints, Not(HasSubstr("\"name\":\"pid\"")));
+  clock_.Advance(std::chrono::seconds(10));
+  jobs->WakeRetries();
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(Env(runner.starts[1], "TAU_RESUME_FROM"), (home().checkpoint_dir(id) / "step-0025.json").string());
+}
+
+TEST_F(RetryTest, TheSpecsIncludeGlobsChooseWhatIsResumedFrom) {
+  FakeExecutor runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kRetryJob) + "checkpoint: {include: [\"state-*.bin\"]}\n")))->job.id;
+  WriteCheckpoint(id, "state-7.bin", 30);
+  WriteCheckpoint(id, "step-9.pt", 5);  // a default name, but not one the spec includes
+  EndLatest(*jobs, runner, id, 1, 3);
+  clock_.Advance(std::chrono::seconds(10));
+  jobs->WakeRetries();
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(Env(runner.starts[1], "TAU_RESUME_FROM"), (home().checkpoint_dir(id) / "state-7.bin").string());
+  EXPECT_TRUE(fs::exists(home().checkpoint_dir(id) / "step-9.pt")) << "what is not a checkpoint is never pruned";
+}
+
 TEST_F(RetryTest, ResumeStartsAnEndedJobFromTheNamedCheckpoint) {
   FakeExecutor runner;
   auto jobs = Manager(&runner);
@@ -272,25 +301,25 @@ TEST_F(RetryTest, ResumeStartsAnEndedJobFromTheNamedCheckpoint) {
   EXPECT_EQ(running.error().code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(running.error().message(), HasSubstr("is Running; tau resume starts a new attempt of a job that has ended"));
 
-  WriteCheckpoint(id, "a", 20);
-  WriteCheckpoint(id, "b", 10);
+  WriteCheckpoint(id, "ckpt-a", 20);
+  WriteCheckpoint(id, "ckpt-b", 10);
   EndLatest(*jobs, runner, id, 1, 1);
   ASSERT_EQ(View(id)->job.state, JobState::kFailed);
   auto missing = jobs->Resume(id, "nope");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message(),
-            "job " + id + " has no complete checkpoint named \"nope\"; complete ones, newest first: b, a");
+            "job " + id + " has no complete checkpoint named \"nope\"; complete ones, newest first: ckpt-b, ckpt-a");
 
-  auto resumed = jobs->Resume(id, "a");
+  auto resumed = jobs->Resume(id, "ckpt-a");
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   ASSERT_EQ(runner.starts.size(), 2u);
   EXPECT_EQ(View(id)->job.state, JobState::kRunning);
   EXPECT_FALSE(View(id)->job.finished_at.has_value());
-  EXPECT_EQ(Env(runner.starts[1], "TAU_RESUME_FROM"), (home().checkpoint_dir(id) / "a").string());
+  EXPECT_EQ(Env(runner.starts[1], "TAU_RESUME_FROM"), (home().checkpoint_dir(id) / "ckpt-a").string());
   EXPECT_EQ(Env(runner.starts[1], "TAU_RETRY_REASON"), "resume");
   EXPECT_EQ(Env(runner.starts[1], "TAU_ATTEMPT"), "2");
-  EXPECT_TRUE(HasEvent(id, "Resumed", "resumed from checkpoint a"));
-  EXPECT_TRUE(HasEvent(id, "Admitted", "attempt 2, resuming from " + (home().checkpoint_dir(id) / "a").string()));
+  EXPECT_TRUE(HasEvent(id, "Resumed", "resumed from checkpoint ckpt-a"));
+  EXPECT_TRUE(HasEvent(id, "Admitted", "attempt 2, resuming from " + (home().checkpoint_dir(id) / "ckpt-a").string()));
 }
 
 TEST_F(RetryTest, CancellingAJobThatWaitsToRetryEndsIt) {

@@ -504,6 +504,28 @@ class Decoder {
     if (const Node* v = Optional(n, "checkpoint", "grace_period")) {
       DurationValue(*v, "checkpoint.grace_period", &c->grace_period);
     }
+    if (const Node* v = Optional(n, "checkpoint", "layout")) {
+      static constexpr std::pair<std::string_view, CheckpointLayout> kLayouts[] = {
+          {"auto", CheckpointLayout::kAuto},
+          {"plain", CheckpointLayout::kPlain},
+          {"huggingface", CheckpointLayout::kHuggingFace},
+          {"orbax", CheckpointLayout::kOrbax},
+          {"deepspeed", CheckpointLayout::kDeepSpeed}};
+      Enum<CheckpointLayout>(*v, "checkpoint.layout", kLayouts, &c->layout);
+    }
+    if (const Node* v = Optional(n, "checkpoint", "include")) {
+      StringList(*v, "checkpoint.include", &c->include);
+      for (size_t i = 0; i < c->include.size(); ++i) {
+        const std::string& glob = c->include[i];
+        const std::string at = fmt::format("checkpoint.include[{}]", i);
+        if (glob.empty()) {
+          diags_->Error(pos_->At(at), at + ": empty pattern");
+        } else if (glob.find('/') != std::string::npos) {
+          diags_->Error(pos_->At(at), fmt::format("{}: \"{}\" has a '/'; a pattern names a file or folder directly in "
+                                                  "TAU_CHECKPOINT_DIR", at, glob));
+        }
+      }
+    }
   }
 
   void DecodeRetry(const Node& n, RetrySpec* r) {

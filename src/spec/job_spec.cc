@@ -8,6 +8,17 @@ std::string_view WorkloadKindName(WorkloadKind k) {
   return k == WorkloadKind::kRayJob ? "rayjob" : "job";
 }
 
+std::string_view CheckpointLayoutName(CheckpointLayout l) {
+  switch (l) {
+    case CheckpointLayout::kAuto: return "auto";
+    case CheckpointLayout::kPlain: return "plain";
+    case CheckpointLayout::kHuggingFace: return "huggingface";
+    case CheckpointLayout::kOrbax: return "orbax";
+    case CheckpointLayout::kDeepSpeed: return "deepspeed";
+  }
+  return "auto";
+}
+
 std::string_view LauncherName(Launcher l) {
   switch (l) {
     case Launcher::kPython: return "python";
