@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/strings.h"
+#include "exec/oom_evidence.h"
 #include "server/execution/local_rank_files.h"
 #include "server/job_manager.h"
 #include "server/jobs/job_state_machine.h"
@@ -221,6 +223,9 @@ void JobManager::StartAttempt(Job& job) {
   job.ranks.assign(static_cast<size_t>(workers), Job::Rank{});
   job.first_failure.reset();
   job.peak_rss_kb = 0;
+  job.oom_evidence.clear();
+  job.oom_kills_at_start.reset();
+  if (!options_.cgroups && options_.oom_kill_count) job.oom_kills_at_start = options_.oom_kill_count();
   std::vector<int64_t> pids;
   for (int r = 0; r < workers; ++r) {
     AttemptStart start = BuildAttemptStart(job, number, r, port, ray_python);
@@ -403,6 +408,21 @@ void JobManager::RankEnded(Job& job, int rank, const Result<exec::ExitStatus>& s
       log::Warn("jobs", "cannot remove a cgroup", {{"job", job.rec.id}, {"error", st.ToString()}});
     }
   }
+  if (!options_.cgroups && status.ok() && !job.oom_killed && !job.rec.cancel_requested &&
+      job.rec.preempted_by.empty() && job.rec.gpu_fault.empty()) {
+    // No memory.events to read: what the kernel and the rank's peak RSS say.
+    exec::OomClues clues;
+    clues.signal = status->signal.value_or(0);
+    clues.terminated_by = status->terminated_by;
+    clues.peak_rss_kb = status->max_rss_kb;
+    clues.limit_bytes = job.spec.run.workload_kind == spec::WorkloadKind::kRayJob ? 0 : AttemptRankShare(job.spec).memory_bytes;
+    if (clues.signal == SIGKILL) {
+      clues.kills_before = job.oom_kills_at_start;
+      if (options_.oom_kill_count) clues.kills_after = options_.oom_kill_count();
+    }
+    job.oom_evidence = exec::OomKillEvidence(clues);
+    job.oom_killed = !job.oom_evidence.empty();
+  }
   if (r.token) jobs_by_token_.erase(r.token);
   r.token = 0;
   if (!Succeeded(status) && !job.first_failure) {
@@ -433,6 +453,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   facts.deadline_backstop = job.deadline_backstop;
   facts.cancel_requested = job.rec.cancel_requested;
   facts.oom_killed = job.oom_killed;
+  facts.oom_evidence = job.oom_evidence;
   facts.memory_per_worker = job.spec.compute.memory.ToString();
   facts.max_runtime = FormatDuration(job.spec.limits.max_runtime.value_or(Duration(0)));
   facts.gpu_fault = job.rec.gpu_fault;
@@ -459,7 +480,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   attempt.peak_rss_kb = job.peak_rss_kb;
   Count("taugrid_job_attempts_total", {{"reason", reason}});
   // Another attempt, now (Queued) or after a backoff (Retrying), or the end.
-  if (state == JobState::kFailed) state = ApplyRetryPolicy(job, reason, &message);
+  if (state == JobState::kFailed) state = ApplyRetryPolicy(job, reason, attempt.signal.value_or(0), &message);
   if (state == JobState::kQueued && reason == "Preempted") state = ApplyRequeueBackoff(job, &reason, &message);
   if (!IsLegalTransition(job.rec.state, state)) {
     log::Error("jobs", "an attempt's end leads to a state the job cannot reach from its own",

@@ -25,16 +25,18 @@ resume::EndCause CauseOf(const std::string& reason) {
   if (reason == "OOMKilled") return resume::EndCause::kOom;
   if (reason == "ExitCode") return resume::EndCause::kExitCode;
   if (reason == "Unknown") return resume::EndCause::kUnknown;
+  if (reason == "Signal") return resume::EndCause::kSignal;
   return resume::EndCause::kFinal;
 }
 
 }  // namespace
 
-JobState JobManager::ApplyRetryPolicy(Job& job, const std::string& reason, std::string* message) {
+JobState JobManager::ApplyRetryPolicy(Job& job, const std::string& reason, int signal, std::string* message) {
   const double jitter = options_.jitter ? options_.jitter() : std::uniform_real_distribution<double>(0, 1)(rng_);
-  resume::RetryDecision d =
-      resume::DecideRetry(job.spec.retry, CauseOf(reason), static_cast<int>(job.rec.exit_code.value_or(0)),
-                          {job.rec.restarts, job.rec.interruptions}, options_.max_interruptions, jitter);
+  const resume::EndCause cause = CauseOf(reason);
+  const int code = cause == resume::EndCause::kSignal ? signal : static_cast<int>(job.rec.exit_code.value_or(0));
+  resume::RetryDecision d = resume::DecideRetry(job.spec.retry, cause, code, {job.rec.restarts, job.rec.interruptions},
+                                                options_.max_interruptions, jitter);
   job.rec.retry_at.reset();
   if (!d.retry) {
     if (!d.refusal.empty()) *message += "; not retried: " + d.refusal;

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <nlohmann/json.hpp>
 
 #include "server/job_manager_test_fixture.h"
@@ -237,6 +238,59 @@ TEST_F(RetryTest, TheProgressRateStartsAgainWithEachAttemptAndStopsWhileStalled)
   jobs->RefreshProgress();
   EXPECT_TRUE(View(id)->progress_stalled);
   EXPECT_FALSE(View(id)->progress->eta_seconds.has_value()) << "no ETA while stalled";
+}
+
+TEST_F(RetryTest, WithoutCgroupsASigkillWhileTheKernelsOomKillsRoseIsAnOomAndRetried) {
+  FakeExecutor runner;
+  int64_t oom_kills = 40;
+  tweak_ = [&](JobManagerOptions& o) { o.oom_kill_count = [&] { return std::optional<int64_t>(oom_kills); }; };
+  auto jobs = Manager(&runner);  // no cgroups: nothing reads memory.events
+  std::string id = (*jobs->Submit(Request("name: r\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1, memory: 1Gi}\n"
+                                          "retry: {max_restarts: 1, on: [oom], backoff: 1s}\n")))->job.id;
+  ++oom_kills;  // the kernel OOM-killed something meanwhile
+  exec::ExitStatus killed;
+  killed.signal = SIGKILL;
+  killed.max_rss_kb = 100 * 1024;
+  runner.statuses[StatusPath(id, 1)] = killed;
+  jobs->OnShimExit(runner.TokenOf(runner.next_pid - 1));
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kRetrying);
+  EXPECT_EQ(v->job.reason, "OOMKilled");
+  EXPECT_THAT(v->job.message, HasSubstr("the kernel's OOM kill count (/proc/vmstat oom_kill) rose from 40 to 41"));
+  clock_.Advance(std::chrono::seconds(1));
+  jobs->WakeRetries();
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(Env(runner.starts[1], "TAU_RETRY_REASON"), "oom");
+
+  // A kill -9 while the count stays and far from its limit is a signal.
+  runner.statuses[StatusPath(id, 2)] = killed;
+  jobs->OnShimExit(runner.TokenOf(runner.next_pid - 1));
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.reason, "Signal");
+}
+
+TEST_F(RetryTest, ASignalNamedInRetryOnIsRetried) {
+  FakeExecutor runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request("name: r\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n"
+                                          "retry: {max_restarts: 1, on: [\"signal:KILL\"], backoff: 1s}\n")))->job.id;
+  exec::ExitStatus killed;
+  killed.signal = SIGKILL;
+  runner.statuses[StatusPath(id, 1)] = killed;
+  jobs->OnShimExit(runner.TokenOf(runner.next_pid - 1));
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Signal");
+  clock_.Advance(std::chrono::seconds(1));
+  jobs->WakeRetries();
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(Env(runner.starts[1], "TAU_RETRY_REASON"), "signal:KILL");
+
+  exec::ExitStatus segv;
+  segv.signal = SIGSEGV;
+  runner.statuses[StatusPath(id, 2)] = segv;
+  jobs->OnShimExit(runner.TokenOf(runner.next_pid - 1));
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_THAT(View(id)->job.message, HasSubstr("not retried: retry.on does not list signal:SEGV"));
 }
 
 TEST_F(RetryTest, TheNextAttemptResumesFromTheNewestCompleteCheckpoint) {

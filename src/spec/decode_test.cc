@@ -178,6 +178,21 @@ TEST(DecodeTest, CheckpointLayoutAndIncludeGlobs) {
   EXPECT_THAT(err("checkpoint:\n  layout: hugginface\n"), HasSubstr("did you mean \"huggingface\"?"));
 }
 
+TEST(DecodeTest, SignalRetryConditions) {
+  auto loaded = LoadText("schema_version: 1\nname: a\nrun: {entrypoint: x.py}\n"
+                         "retry:\n  on: [\"signal:KILL\", \"signal:SIGSEGV\", \"signal:6\"]\n");
+  ASSERT_TRUE(loaded.result.ok()) << loaded.diagnostics;
+  std::vector<std::string> on;
+  for (const auto& c : loaded.result->spec.retry.on) on.push_back(c.ToString());
+  EXPECT_EQ(on, (std::vector<std::string>{"signal:KILL", "signal:SEGV", "signal:ABRT"}));
+  auto err = [](const std::string& body) {
+    return LoadText("schema_version: 1\nname: a\nrun: {entrypoint: x.py}\n" + body).diagnostics;
+  };
+  EXPECT_THAT(err("retry:\n  on: [\"signal:KILLL\"]\n"),
+              HasSubstr("retry.on: \"signal:KILLL\" is not a retry condition"));
+  EXPECT_THAT(err("retry:\n  on: [\"signal:65\"]\n"), HasSubstr("signal:<number> from 1 to 64"));
+}
+
 TEST(DecodeTest, SuggestsTheRightSectionForMisplacedFields) {
   auto loaded = LoadText("schema_version: 1\nname: a\ngpus: 2\nrun: {entrypoint: x}\n");
   EXPECT_THAT(loaded.diagnostics,

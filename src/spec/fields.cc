@@ -125,7 +125,7 @@ const std::vector<FieldDoc>& Catalogue() {
        "Defaults: plain step*, ckpt*, checkpoint*, epoch*, iter*, [0-9]*, *.pt, *.pth, *.ckpt, *.safetensors, "
        "*.pkl, *.npz, *.msgpack, *.h5; huggingface checkpoint-*; orbax [0-9]*; deepspeed global_step* and the "
        "tag `latest` names.",
-       "include: [\"model-*.pt\"]"},
+       "include: [\"model-*.pt\"]", {}, "^[^/]+$"},
       {"retry", FieldType::kObject, "mapping", "", false,
        "When a failed attempt is retried. Interruptions the job did not cause (preemption, GPU "
        "faults, lost nodes) are retried by default and not charged to max_restarts.",
@@ -136,8 +136,12 @@ const std::vector<FieldDoc>& Catalogue() {
       {"retry.on", FieldType::kStringList, "list of conditions", "[]", false,
        "Conditions that start a new attempt: preempted, gpu_fault, node_lost, oom, unknown (an "
        "attempt whose end was not recorded and whose job may have run: to its end, or, without cgroup v2, on in a "
-       "process that hid from the sweep), or exit:<code> (1-255).",
-       "on: [oom, \"exit:1\"]", {}, "^(preempted|gpu_fault|node_lost|oom|unknown|exit:0*([1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-5]))$"},
+       "process that hid from the sweep), exit:<code> (1-255), or signal:<name> (signal:KILL, signal:SEGV; "
+       "or its number, 1-64) for a process killed by that signal that TauGrid did not send.",
+       "on: [oom, \"exit:1\", \"signal:KILL\"]", {},
+       "^(preempted|gpu_fault|node_lost|oom|unknown|exit:0*([1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-5])|"
+       "signal:(SIG)?(HUP|INT|QUIT|ILL|TRAP|ABRT|BUS|FPE|KILL|USR1|SEGV|USR2|PIPE|ALRM|TERM|STKFLT|CHLD|CONT|STOP|"
+       "TSTP|TTIN|TTOU|URG|XCPU|XFSZ|VTALRM|PROF|WINCH|POLL|PWR|SYS|0*([1-9]|[1-5][0-9]|6[0-4])))$"},
       {"retry.backoff", FieldType::kDuration, "duration", "10s", false,
        "Delay before the first retry; it doubles (with jitter) for each further one.",
        "backoff: 30s"},

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace tau::spec {
 
 std::string_view WorkloadKindName(WorkloadKind k) {
@@ -36,8 +38,14 @@ std::string RetryCondition::ToString() const {
     case Kind::kOom: return "oom";
     case Kind::kExitCode: return fmt::format("exit:{}", exit_code);
     case Kind::kUnknown: return "unknown";
+    case Kind::kSignal: return SignalCondition(signal);
   }
   return "";
+}
+
+std::string SignalCondition(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev ? fmt::format("signal:{}", abbrev) : fmt::format("signal:{}", sig);
 }
 
 bool IsPythonFileEntrypoint(std::string_view e) {

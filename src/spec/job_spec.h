@@ -69,13 +69,20 @@ struct CheckpointSpec {
   std::vector<std::string> include;
 };
 
+// "signal:NAME" for signal `sig` ("signal:KILL"), "signal:N" for one
+// without a name.
+std::string SignalCondition(int sig);
+
 // One entry of `retry.on`.
 struct RetryCondition {
-  enum class Kind { kPreempted, kGpuFault, kNodeLost, kOom, kExitCode, kUnknown };
+  enum class Kind { kPreempted, kGpuFault, kNodeLost, kOom, kExitCode, kUnknown, kSignal };
   Kind kind = Kind::kPreempted;
   int exit_code = 0;  // kExitCode only, 1..255
+  int signal = 0;     // kSignal only, 1..64
 
-  std::string ToString() const;  // "preempted", "exit:3", ...
+  // "preempted", "exit:3", "signal:KILL" (a signal by its name without
+  // "SIG" where it has one, else "signal:N"), ...
+  std::string ToString() const;
   friend bool operator==(const RetryCondition&, const RetryCondition&) = default;
 };
 
