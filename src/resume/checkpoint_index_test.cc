@@ -175,7 +175,9 @@ TEST_F(CheckpointIndexTest, HuggingFaceTrainerFoldersAreCompleteOnceTrainerState
                          "optimizer.pt", "scheduler.pt", "rng_state.pth"};
   auto checkpoint = [&](const std::string& name, int at_s, bool finished) {
     for (const char* f : files) Write(name + "/" + f, f, at_s);
-    if (finished) Write(name + "/trainer_state.json", "{\"global_step\": 2}", at_s + 1);
+    if (finished) {
+      Write(name + "/trainer_state.json", "{\"global_step\": 2}", at_s + 1);
+    }
   };
   checkpoint("checkpoint-2", 10, true);
   checkpoint("checkpoint-4", 20, true);
@@ -203,7 +205,9 @@ TEST_F(CheckpointIndexTest, OrbaxStepFoldersAreCheckpointsButNeverItsTemporaryOn
     Write(name + "/default/ocdbt.process_0/manifest.ocdbt", "m", at_s);
     Write(name + "/default/commit_success.txt", "Checkpoint commit was successful", at_s);
     Write(name + "/_CHECKPOINT_METADATA", "{}", at_s);
-    if (committed) Write(name + "/commit_success.txt", "Checkpoint commit was successful to " + name, at_s + 1);
+    if (committed) {
+      Write(name + "/commit_success.txt", "Checkpoint commit was successful to " + name, at_s + 1);
+    }
   };
   step("10", 10, true);
   step("20", 20, true);
@@ -218,7 +222,9 @@ TEST_F(CheckpointIndexTest, OrbaxStepFoldersAreCheckpointsButNeverItsTemporaryOn
 
   // Without commit markers (older Orbax, renaming into place), the final
   // name is what makes a step complete.
-  for (const std::string& name : {"10", "20"}) fs::remove(dir_ / name / "commit_success.txt");
+  for (const char* name : {"10", "20"}) {
+    fs::remove(dir_ / name / "commit_success.txt");
+  }
   index = ListCheckpoints(dir_);
   ASSERT_TRUE(index.ok());
   EXPECT_EQ(Names(*index).size(), 3u);

@@ -39,9 +39,13 @@ class CheckpointLayoutsTest : public ::testing::Test {
 
   // Empty when `modules` import in the venv, else why not.
   std::string Missing(const std::string& modules) {
-    if (!fs::exists(python_)) return python_.string() + " does not exist";
+    if (!fs::exists(python_)) {
+      return python_.string() + " does not exist";
+    }
     auto r = RunCommand({python_.string(), "-c", "import " + modules});
-    if (r.exit_code == 0) return "";
+    if (r.exit_code == 0) {
+      return "";
+    }
     return "cannot import " + modules + " with " + python_.string() + ": " + r.err.substr(r.err.rfind('\n', r.err.size() - 2) + 1);
   }
   tau::testing::CommandResult Script(const std::string& name, const std::vector<std::string>& args) {
@@ -64,7 +68,9 @@ class CheckpointLayoutsTest : public ::testing::Test {
 constexpr char kHow[] = "; scripts/install-deps --checkpoint-libs installs the pinned versions";
 
 TEST_F(CheckpointLayoutsTest, HuggingFaceTrainerCheckpoints) {
-  if (std::string why = Missing("torch, transformers, accelerate"); !why.empty()) GTEST_SKIP() << why << kHow;
+  if (std::string why = Missing("torch, transformers, accelerate"); !why.empty()) {
+    GTEST_SKIP() << why << kHow;
+  }
   const fs::path out = dir_ / "checkpoints";
   auto run = Script("hf_trainer.py", {out.string()});
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
@@ -92,7 +98,9 @@ TEST_F(CheckpointLayoutsTest, HuggingFaceTrainerCheckpoints) {
 }
 
 TEST_F(CheckpointLayoutsTest, OrbaxCheckpointManagerSteps) {
-  if (std::string why = Missing("orbax.checkpoint, jax, numpy"); !why.empty()) GTEST_SKIP() << why << kHow;
+  if (std::string why = Missing("orbax.checkpoint, jax, numpy"); !why.empty()) {
+    GTEST_SKIP() << why << kHow;
+  }
   const fs::path out = dir_ / "checkpoints";
   auto run = Script("orbax_manager.py", {out.string()});
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
