@@ -232,6 +232,10 @@ int RunWhy(const std::string& id, const std::string& output) {
                     h.value("workspace", "").c_str(), h.value("queue", "").c_str(), h.value("resources", "").c_str());
       }
     }
+  } else if (state == "Running" || state == "Admitted") {
+    // It waits for nothing: no pending reason.
+    std::printf("It %s (attempt %lld): no pending reason.\n", state == "Running" ? "runs" : "is starting",
+                static_cast<long long>(why->value("attempt", int64_t{0})));
   } else if (!reason.empty()) {
     std::printf("%s: %s\n", reason.c_str(), message.c_str());
   }

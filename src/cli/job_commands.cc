@@ -24,6 +24,7 @@
 #include "cli/log_follow.h"
 #include "cli/table.h"
 #include "cli/terminal.h"
+#include "cli/timeline.h"
 #include "common/duration.h"
 #include "common/tau_home.h"
 #include "evidence/git_info.h"
@@ -355,7 +356,8 @@ int RunStatus(const std::string& id, const std::string& output) {
   }
   std::printf("\n%s\n", Styled("Timeline:", Style::kBold, color).c_str());
   std::vector<std::vector<std::string>> rows;
-  for (const json& e : events) {
+  // Routine checkpoints fold into one row per attempt (tau events --all lists each).
+  for (const json& e : FoldCheckpointEvents(events)) {
     rows.push_back({e.value("at", ""), e.value("type", ""), e.value("reason", ""), e.value("message", "")});
   }
   std::printf("%s", RenderTable({"TIME", "EVENT", "REASON", "MESSAGE"}, rows, TerminalWidth(stdout)).c_str());
@@ -402,22 +404,17 @@ int RunCancel(const std::vector<std::string>& jobs) {
   return rc;
 }
 
-int RunEvents(const std::string& job, bool follow, const std::string& output) {
+int RunEvents(const std::string& job, bool follow, const std::string& output, bool all) {
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
   std::string path = job.empty() ? "/api/v1/events?" : JobPath(job) + "/events?";
   if (follow) path += "follow=true";
   if (follow) ::signal(SIGINT, [](int) { ::_exit(130); });
-  // -o json|yaml: the events as one list; followed, one JSON line or one
-  // YAML document per event as it comes.
-  json collected = json::array();
+  // -o json|yaml followed: one JSON line or one YAML document per event as
+  // it comes (listed: the events as one list, below).
   auto print = [&](const std::string& line) {
     json e = json::parse(line, nullptr, false);
     if (e.is_discarded()) return;
-    if (!output.empty() && !follow) {
-      collected.push_back(std::move(e));
-      return;
-    }
     if (output == "json") {
       std::printf("%s\n", e.dump().c_str());
     } else if (output == "yaml") {
@@ -433,9 +430,19 @@ int RunEvents(const std::string& job, bool follow, const std::string& output) {
     // Across a daemon restart it goes on after the last event shown.
     st = FollowEvents(&*client, path, print);
   } else {
-    LineSplitter splitter(print);
+    // Listed whole, so that routine checkpoints fold into one row per
+    // attempt unless --all asks for each.
+    std::vector<json> events;
+    LineSplitter splitter([&](const std::string& line) {
+      json e = json::parse(line, nullptr, false);
+      if (!e.is_discarded()) events.push_back(std::move(e));
+    });
     st = client->Stream(path, [&](std::string_view d) { return splitter.Feed(d); });
-    if (st.ok() && !output.empty()) PrintJsonOrYaml(collected, output);
+    if (st.ok() && !output.empty()) {
+      PrintJsonOrYaml(events, output);
+    } else if (st.ok()) {
+      for (const json& e : all ? events : FoldCheckpointEvents(events)) print(e.dump());
+    }
   }
   return st.ok() ? kExitOk : Fail(st);
 }

@@ -42,9 +42,11 @@ struct LogsOptions {
 int RunLogs(const LogsOptions& options);
 
 int RunCancel(const std::vector<std::string>& jobs);
-// tau events [JOB] [-f] [-o json|yaml]: a table, or (-o) the events as one
-// list; followed with -o, one JSON line or YAML document per event.
-int RunEvents(const std::string& job, bool follow, const std::string& output);
+// tau events [JOB] [-f] [-o json|yaml] [--all]: a table, or (-o) the events
+// as one list; followed with -o, one JSON line or YAML document per event.
+// In the table, routine Checkpoint events fold into one row per attempt
+// unless `all` (cli/timeline.h); -o and a followed stream show each.
+int RunEvents(const std::string& job, bool follow, const std::string& output, bool all);
 int RunRemove(const std::vector<std::string>& jobs);
 int RunPrune(const std::string& older_than, int64_t keep);
 

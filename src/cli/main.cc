@@ -221,12 +221,15 @@ int Main(int argc, char** argv) {
 
   std::string events_job, events_output;
   bool events_follow = false;
+  bool events_all = false;
   auto* events_cmd = app.add_subcommand("events", "Print the event timeline of one job or of all jobs");
   events_cmd->add_option("JOB", events_job, "Job id or name; all jobs when omitted");
   events_cmd->add_flag("-f,--follow", events_follow, "Keep streaming new events");
   events_cmd->add_option("-o,--output", events_output, "Output format (followed: one JSON line or YAML document per event)")
       ->check(CLI::IsMember({"json", "yaml"}));
-  events_cmd->callback([&] { exit_code = RunEvents(events_job, events_follow, events_output); });
+  events_cmd->add_flag("--all", events_all,
+                       "Every Checkpoint event (without it, each attempt's routine checkpoints are one row)");
+  events_cmd->callback([&] { exit_code = RunEvents(events_job, events_follow, events_output, events_all); });
 
   std::vector<std::string> rm_jobs;
   auto* rm_cmd = app.add_subcommand("rm", "Remove finished jobs and their files");

@@ -1,5 +1,6 @@
 #include "progress/progress.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,18 @@ void Tracker::Feed(std::string_view appended, int64_t now_ms) {
   Recompute();
 }
 
+void Tracker::StartAttempt(int64_t now_ms) {
+  attempt_started_ms_ = now_ms;
+  window_.clear();
+  stalled_ = false;
+  Recompute();
+}
+
+void Tracker::SetStalled(bool stalled) {
+  stalled_ = stalled;
+  Recompute();
+}
+
 void Tracker::Line(std::string_view line, int64_t now_ms) {
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
   if (line.empty()) return;
@@ -41,6 +54,9 @@ void Tracker::Line(std::string_view line, int64_t now_ms) {
     if (!std::isfinite(v)) continue;
     if (it.key() == "step") {
       snapshot_.step = v;
+      if (at < attempt_started_ms_) continue;  // the previous attempt's
+      // Steps going back: the job started over from a checkpoint.
+      if (!window_.empty() && v < window_.back().second) window_.clear();
       window_.emplace_back(at, v);
       if (window_.size() > kMaxWindow) window_.erase(window_.begin());
     } else if (it.key() == "total_steps") {
@@ -67,7 +83,7 @@ void Tracker::Recompute() {
     const double seconds = static_cast<double>(last.first - from.first) / 1000.0;
     if (seconds > 0 && last.second > from.second) s.steps_per_second = (last.second - from.second) / seconds;
   }
-  if (s.steps_per_second && s.step && s.total_steps && *s.total_steps >= *s.step) {
+  if (!stalled_ && s.steps_per_second && s.step && s.total_steps && *s.total_steps >= *s.step) {
     s.eta_seconds = (*s.total_steps - *s.step) / *s.steps_per_second;
   }
 }

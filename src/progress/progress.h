@@ -19,6 +19,8 @@ struct Snapshot {
   std::optional<double> step;
   std::optional<double> total_steps;
   std::optional<double> percent;       // 0..100, with both of the above
+  // The rate over the last minute of steps of the current attempt, and
+  // the ETA from it; no ETA while the job is stalled.
   std::optional<double> steps_per_second;
   std::optional<double> eta_seconds;
   std::map<std::string, double> latest;  // the newest value of each metric
@@ -37,14 +39,25 @@ class Tracker {
   void Feed(std::string_view appended, int64_t now_ms);
   const Snapshot& snapshot() const { return snapshot_; }
 
+  // A new attempt starts at `now_ms`: the rate starts again from its own
+  // lines (a resumed attempt goes back to its checkpoint's step, and the
+  // time between attempts is no progress). Lines dated before `now_ms` are
+  // the previous attempt's and no longer count towards the rate.
+  void StartAttempt(int64_t now_ms);
+  // While stalled (no line for longer than the stall time) there is no ETA:
+  // the last rate says nothing about when the job ends.
+  void SetStalled(bool stalled);
+
  private:
   void Line(std::string_view line, int64_t now_ms);
   void Recompute();
 
   Snapshot snapshot_;
   std::string partial_;
-  // (time ms, step) of recent lines with a step, oldest first.
+  // (time ms, step) of recent lines with a step of this attempt, oldest first.
   std::vector<std::pair<int64_t, double>> window_;
+  int64_t attempt_started_ms_ = 0;
+  bool stalled_ = false;
 };
 
 }  // namespace tau::progress

@@ -47,5 +47,51 @@ TEST(ProgressTest, TheRateFollowsTheLastMinute) {
   EXPECT_DOUBLE_EQ(*t.snapshot().steps_per_second, 1.0);
 }
 
+TEST(ProgressTest, TheRateStartsAgainAtEachAttempt) {
+  Tracker t;
+  t.Feed("{\"step\": 0, \"total_steps\": 100}\n", 0);
+  t.Feed("{\"step\": 30}\n", 10'000);  // 3 steps/s, then the attempt fails
+  ASSERT_DOUBLE_EQ(*t.snapshot().steps_per_second, 3.0);
+  t.StartAttempt(40'000);  // 30 s later the next attempt resumes from step 25
+  EXPECT_FALSE(t.snapshot().steps_per_second.has_value()) << "no rate before two lines of the new attempt";
+  EXPECT_FALSE(t.snapshot().eta_seconds.has_value());
+  t.Feed("{\"step\": 25}\n", 45'000);
+  EXPECT_FALSE(t.snapshot().steps_per_second.has_value()) << "the last attempt's lines are not in the window";
+  t.Feed("{\"step\": 35}\n", 55'000);
+  EXPECT_DOUBLE_EQ(*t.snapshot().steps_per_second, 1.0) << "over the new attempt's lines only";
+  EXPECT_DOUBLE_EQ(*t.snapshot().eta_seconds, 65.0);
+}
+
+TEST(ProgressTest, LinesDatedBeforeTheAttemptDoNotCount) {
+  Tracker t;
+  t.StartAttempt(100'000);
+  // Dated by their "time" field: the first was written by the last attempt
+  // but read only now.
+  t.Feed("{\"step\": 90, \"time\": 50}\n{\"step\": 10, \"time\": 101}\n{\"step\": 20, \"time\": 106}\n", 200'000);
+  EXPECT_DOUBLE_EQ(*t.snapshot().steps_per_second, 2.0);
+}
+
+TEST(ProgressTest, StepsGoingBackStartTheRateAgain) {
+  Tracker t;
+  t.Feed("{\"step\": 0}\n{\"step\": 50}\n", 0);
+  t.Feed("{\"step\": 100}\n", 10'000);
+  t.Feed("{\"step\": 40}\n", 20'000);  // restarted from a checkpoint
+  EXPECT_FALSE(t.snapshot().steps_per_second.has_value());
+  t.Feed("{\"step\": 60}\n", 30'000);
+  EXPECT_DOUBLE_EQ(*t.snapshot().steps_per_second, 2.0);
+}
+
+TEST(ProgressTest, NoEtaWhileStalled) {
+  Tracker t;
+  t.Feed("{\"step\": 0, \"total_steps\": 100}\n", 0);
+  t.Feed("{\"step\": 50}\n", 10'000);
+  ASSERT_TRUE(t.snapshot().eta_seconds.has_value());
+  t.SetStalled(true);
+  EXPECT_FALSE(t.snapshot().eta_seconds.has_value());
+  EXPECT_EQ(t.snapshot().percent, 50) << "progress itself is still shown";
+  t.SetStalled(false);
+  EXPECT_DOUBLE_EQ(*t.snapshot().eta_seconds, 10.0);
+}
+
 }  // namespace
 }  // namespace tau::progress

@@ -9,6 +9,7 @@
 #include "common/beneath.h"
 #include "common/digest.h"
 #include "evidence/file_list.h"
+#include "resume/checkpoint_layout.h"
 
 namespace tau::resume {
 namespace fs = std::filesystem;
@@ -79,13 +80,29 @@ bool Newer(const Checkpoint& a, const Checkpoint& b) {
 }  // namespace
 
 bool IsIncompleteName(std::string_view name) {
-  return name.empty() || name.front() == '.' || EndsWith(name, ".tmp") || EndsWith(name, ".partial");
+  return name.empty() || name.front() == '.' || EndsWith(name, ".tmp") || EndsWith(name, ".partial") ||
+         name.find(".orbax-checkpoint-tmp-") != std::string_view::npos || name.starts_with("tmp-checkpoint-");
 }
 
-Result<std::vector<Checkpoint>> ListCheckpoints(const fs::path& dir) {
+Result<std::vector<Checkpoint>> ListCheckpoints(const fs::path& dir, const spec::CheckpointSpec& rules) {
+  using spec::CheckpointLayout;
   std::vector<Checkpoint> out;
   std::error_code ec;
   if (!fs::exists(dir, ec)) return out;
+  const CheckpointLayout layout = ResolveLayout(dir, rules.layout);
+  std::vector<std::string> include = rules.include.empty() ? DefaultInclude(layout) : rules.include;
+  std::optional<std::string> latest_tag;
+  int64_t latest_ms = 0;
+  if (layout == CheckpointLayout::kDeepSpeed) {
+    latest_tag = DeepSpeedLatestTag(dir);
+    std::error_code absent;
+    latest_ms = MtimeMs(dir / "latest", absent);
+    if (latest_tag && rules.include.empty()) include.push_back(*latest_tag);
+  }
+  // The file inside a folder that says it is complete, per layout.
+  const char* marker_name = layout == CheckpointLayout::kHuggingFace ? "trainer_state.json"
+                            : layout == CheckpointLayout::kOrbax     ? "commit_success.txt"
+                                                                     : kMarker;
   struct Entry {
     Checkpoint cp;
     bool has_marker = false;
@@ -94,7 +111,7 @@ Result<std::vector<Checkpoint>> ListCheckpoints(const fs::path& dir) {
   bool markers = false;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     std::string name = it->path().filename().string();
-    if (IsIncompleteName(name)) continue;
+    if (IsIncompleteName(name) || !MatchesAny(name, include)) continue;
     std::error_code e;
     Entry entry;
     entry.cp.name = name;
@@ -102,33 +119,54 @@ Result<std::vector<Checkpoint>> ListCheckpoints(const fs::path& dir) {
     const fs::file_status st = it->symlink_status(e);
     if (fs::is_directory(st)) {
       entry.cp.folder = true;
-      fs::path marker = it->path() / kMarker;
+      fs::path marker = it->path() / marker_name;
       std::error_code absent;  // no marker is not an error
       entry.has_marker = fs::is_regular_file(fs::symlink_status(marker, absent));
       FolderScan scan = ScanFolder(it->path());
       entry.cp.size_bytes = scan.size;
       entry.cp.completed_at_ms = entry.has_marker ? MtimeMs(marker, absent) : scan.newest_ms;
       markers = markers || entry.has_marker;
-    } else if (fs::is_regular_file(st)) {
+    } else if (fs::is_regular_file(st) && layout == CheckpointLayout::kPlain) {
       entry.cp.size_bytes = static_cast<int64_t>(it->file_size(e));
       entry.cp.completed_at_ms = MtimeMs(it->path(), e);
     } else {
-      continue;  // links, sockets, fifos: not checkpoints
+      continue;  // links, sockets, fifos; files in a layout of folders: not checkpoints
     }
     if (e) continue;  // it went away while we looked
     entries.push_back(std::move(entry));
   }
   if (ec) return ErrnoError(ec.value(), fmt::format("listing {}", dir.string()));
   for (Entry& e : entries) {
-    if (markers && e.cp.folder && !e.has_marker) continue;
+    switch (layout) {
+      case CheckpointLayout::kHuggingFace:
+        // The Trainer writes trainer_state.json after the model, optimizer
+        // and RNG states: without it the folder is still being written.
+        if (!e.has_marker) continue;
+        break;
+      case CheckpointLayout::kDeepSpeed:
+        // DeepSpeed writes `latest` once a tag is saved: the tag it names and
+        // those finished before it was written are complete; a tag written
+        // since is not (yet).
+        if (!latest_tag) continue;
+        if (e.cp.name != *latest_tag && e.cp.completed_at_ms > latest_ms) continue;
+        break;
+      case CheckpointLayout::kAuto:
+      case CheckpointLayout::kPlain:
+      case CheckpointLayout::kOrbax:
+        // Markers (.complete; Orbax's commit_success.txt): once any folder
+        // carries one, folders without one are still being written.
+        if (markers && e.cp.folder && !e.has_marker) continue;
+        break;
+    }
     out.push_back(std::move(e.cp));
   }
   std::sort(out.begin(), out.end(), Newer);
   return out;
 }
 
-Result<std::vector<Checkpoint>> IndexCheckpoints(const fs::path& dir, const std::vector<Checkpoint>& known) {
-  TAU_ASSIGN_OR_RETURN(std::vector<Checkpoint> index, ListCheckpoints(dir));
+Result<std::vector<Checkpoint>> IndexCheckpoints(const fs::path& dir, const std::vector<Checkpoint>& known,
+                                                 const spec::CheckpointSpec& rules) {
+  TAU_ASSIGN_OR_RETURN(std::vector<Checkpoint> index, ListCheckpoints(dir, rules));
   for (Checkpoint& cp : index) {
     for (const Checkpoint& k : known) {
       if (k.name == cp.name && k.size_bytes == cp.size_bytes && k.completed_at_ms == cp.completed_at_ms &&

@@ -7,15 +7,24 @@
 #include <vector>
 
 #include "common/result.h"
+#include "spec/job_spec.h"
 
 namespace tau::resume {
 
 // The checkpoint contract (docs/checkpoints.md). A checkpoint is a direct
-// child of the job's TAU_CHECKPOINT_DIR, a file or a folder:
+// child of the job's TAU_CHECKPOINT_DIR, a file or a folder, whose name
+// matches checkpoint.include (default: its layout's globs,
+// resume/checkpoint_layout.h):
 //   - it is complete once renamed into place: names ending ".tmp" or
-//     ".partial", or starting with ".", are never complete;
-//   - when any folder carries a ".complete" marker file, the job uses
-//     markers, and folders without one are not complete (yet);
+//     ".partial", starting with "." or "tmp-checkpoint-", or holding
+//     ".orbax-checkpoint-tmp-", are never complete;
+//   - plain layout: files or folders; when any folder carries a ".complete"
+//     marker file, the job uses markers, and folders without one are not
+//     complete (yet);
+//   - huggingface: folders holding trainer_state.json (written last);
+//   - orbax: folders; when any carries commit_success.txt, only those;
+//   - deepspeed: folders: the tag `latest` names, and those finished before
+//     `latest` was written;
 //   - it became complete at its mtime (a folder: its marker's mtime, else
 //     the newest mtime of anything in it); the newest checkpoint is the one
 //     that became complete last, ties broken by the greater name.
@@ -35,11 +44,13 @@ bool IsIncompleteName(std::string_view name);
 
 // The complete checkpoints under `dir`, newest first, without digests
 // (cheap: stat calls only). A missing folder lists nothing.
-Result<std::vector<Checkpoint>> ListCheckpoints(const std::filesystem::path& dir);
+Result<std::vector<Checkpoint>> ListCheckpoints(const std::filesystem::path& dir,
+                                                const spec::CheckpointSpec& rules = {});
 
 // Like ListCheckpoints, with digests. Entries of `known` with the same name,
 // size and completion time keep their digest instead of being read again.
-Result<std::vector<Checkpoint>> IndexCheckpoints(const std::filesystem::path& dir, const std::vector<Checkpoint>& known);
+Result<std::vector<Checkpoint>> IndexCheckpoints(const std::filesystem::path& dir, const std::vector<Checkpoint>& known,
+                                                 const spec::CheckpointSpec& rules = {});
 
 // Deletes the complete checkpoints beyond the `keep` newest of `index`
 // (newest first), never one named in `protect`. Returns the index of what

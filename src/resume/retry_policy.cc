@@ -10,13 +10,14 @@ bool IsInterruption(EndCause cause) {
   return cause == EndCause::kPreempted || cause == EndCause::kGpuFault || cause == EndCause::kNodeLost;
 }
 
-std::string ConditionName(EndCause cause, int exit_code) {
+std::string ConditionName(EndCause cause, int code) {
   switch (cause) {
     case EndCause::kPreempted: return "preempted";
     case EndCause::kGpuFault: return "gpu_fault";
     case EndCause::kNodeLost: return "node_lost";
     case EndCause::kOom: return "oom";
-    case EndCause::kExitCode: return fmt::format("exit:{}", exit_code);
+    case EndCause::kExitCode: return fmt::format("exit:{}", code);
+    case EndCause::kSignal: return spec::SignalCondition(code);
     case EndCause::kUnknown: return "unknown";
     case EndCause::kFinal: return "";
   }
@@ -31,11 +32,11 @@ std::chrono::milliseconds RetryBackoff(const spec::RetrySpec& policy, int64_t n)
   return std::min(delay, std::max(cap, base));
 }
 
-RetryDecision DecideRetry(const spec::RetrySpec& policy, EndCause cause, int exit_code, const RetryBudget& budget,
+RetryDecision DecideRetry(const spec::RetrySpec& policy, EndCause cause, int code, const RetryBudget& budget,
                           int64_t max_interruptions, double jitter) {
   RetryDecision d;
   if (cause == EndCause::kFinal) return d;
-  d.reason = ConditionName(cause, exit_code);
+  d.reason = ConditionName(cause, code);
   auto jittered = [&](int64_t n) {
     auto full = RetryBackoff(policy, n);
     jitter = std::clamp(jitter, 0.0, 1.0);

@@ -85,5 +85,17 @@ TEST(RetryPolicyTest, FinalCausesAreNeverRetried) {
   EXPECT_EQ(DecideRetry(Policy(5, {}), EndCause::kFinal, 1, {}, 10, 0.0).refusal, "");
 }
 
+TEST(RetryPolicyTest, ASignalIsRetriedWhenRetryOnNamesIt) {
+  spec::RetryCondition kill{K::kSignal, 0, 9};
+  EXPECT_EQ(kill.ToString(), "signal:KILL");
+  RetryDecision d = DecideRetry(Policy(2, {kill}), EndCause::kSignal, 9, {}, 10, 0.0);
+  EXPECT_TRUE(d.retry);
+  EXPECT_TRUE(d.charged);
+  EXPECT_EQ(d.reason, "signal:KILL");
+  RetryDecision segv = DecideRetry(Policy(2, {kill}), EndCause::kSignal, 11, {}, 10, 0.0);
+  EXPECT_FALSE(segv.retry);
+  EXPECT_EQ(segv.refusal, "retry.on does not list signal:SEGV");
+}
+
 }  // namespace
 }  // namespace tau::resume

@@ -16,6 +16,7 @@
 #include "server/api_http.h"
 #include "server/job_history.h"
 #include "server/job_json.h"
+#include "server/job_view.h"
 #include "store/job_store.h"
 
 namespace tau::server {
@@ -213,6 +214,7 @@ void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& 
     std::vector<std::string> partial;  // per rank, when prefixing
     std::shared_ptr<void> slot;        // held while the stream is open
     int quiet_polls = 0;               // polls in a row that found nothing
+    bool separator_due = false;        // the next attempt's output starts with its separator line
   };
   auto cur = std::make_shared<Cursor>();
   if (!ParseLogQuery(*job, req, res, cur.get())) return;
@@ -264,6 +266,12 @@ void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& 
             cur->partial.emplace_back();
           }
         }
+        if (cur->separator_due) {
+          cur->separator_due = false;
+          for (const store::AttemptRecord& a : job->attempts) {
+            if (a.number == cur->attempt) out += AttemptSeparatorLine(a);
+          }
+        }
         for (size_t i = 0; i < cur->ranks.size(); ++i) {
           std::string chunk = ReadChunk(ctx.home.root(), ctx.home.log_file(cur->id, cur->attempt, cur->ranks[i]), cur->offsets[i], 64 * 1024);
           cur->offsets[i] += static_cast<int64_t>(chunk.size());
@@ -299,6 +307,7 @@ void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& 
           cur->offsets.clear();
           cur->partial.clear();
           cur->tail = -1;
+          cur->separator_due = true;
           continue;
         }
         if (!may_come) {

@@ -39,6 +39,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "common/tau_home.h"
+#include "exec/oom_evidence.h"
 #include "exec/cgroup.h"
 #include "exec/gpu_inventory.h"
 #include "exec/host_facts.h"
@@ -548,6 +549,8 @@ int Main(int argc, char** argv) {
               "cgroup v2 limits are not available; jobs are pinned to CPUs and get RLIMIT_DATA instead of cpu, "
               "memory and pids limits",
               {{"reason", detected.error().message()}});
+    // OOM kills are told from the kernel's count of them and peak RSS.
+    options.oom_kill_count = [] { return exec::ReadOomKillCount(); };
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) == 0) {

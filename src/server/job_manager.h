@@ -75,6 +75,10 @@ struct JobManagerOptions {
   // meanwhile. When unset, admission runs before Submit returns.
   std::function<void(std::function<void()>)> defer;
   // cgroup v2 limits per rank, when the host delegates them; nullptr: none.
+  // Without cgroups: the kernel's count of OOM kills (exec::ReadOomKillCount),
+  // read when an attempt starts and when a rank is killed by SIGKILL, to
+  // tell an OOM kill (exec/oom_evidence.h); unset: not read.
+  std::function<std::optional<int64_t>()> oom_kill_count;
   exec::CgroupDriver* cgroups = nullptr;
   // Without cgroups, ranks are pinned to ceil(cpus) of these CPUs (the
   // least loaded ones) and get RLIMIT_DATA = their memory. Empty: no pinning.
@@ -386,6 +390,8 @@ class JobManager {
     // The first rank that failed; the others are being stopped.
     std::optional<Result<exec::ExitStatus>> first_failure;
     bool oom_killed = false;  // the kernel OOM-killed a process of a rank
+    std::string oom_evidence;  // without cgroups: what says it was (exec/oom_evidence.h)
+    std::optional<int64_t> oom_kills_at_start;  // the kernel's OOM kill count when the attempt started
     // A rank's shim is gone with no status and nothing of it left running:
     // how the attempt ended is unknown (reason Unknown, not an interruption).
     bool end_unknown = false;
@@ -551,7 +557,8 @@ class JobManager {
   // backoff, retry_at set) or kFailed; updates the budget and the
   // TAU_RETRY_REASON of the next attempt and appends the decision to
   // `message`.
-  store::JobState ApplyRetryPolicy(Job& job, const std::string& reason, std::string* message);
+  // `signal`: the signal that killed the attempt (reason Signal), else 0.
+  store::JobState ApplyRetryPolicy(Job& job, const std::string& reason, int signal, std::string* message);
   // Makes WakeRetries run when the earliest backoff ends.
   void ArmRetryTimer();
   // Kueue's requeuing strategy (the Configuration's waitForPodsReady), for

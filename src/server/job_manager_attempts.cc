@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "common/log.h"
 #include "common/strings.h"
+#include "exec/oom_evidence.h"
 #include "server/execution/local_rank_files.h"
 #include "server/job_manager.h"
 #include "server/jobs/job_state_machine.h"
@@ -172,6 +175,11 @@ void JobManager::StartAttempt(Job& job) {
   job.rec.retry_at.reset();      // a requeue backoff is over once admitted
   job.rec.state = JobState::kAdmitted;
   job.rec.attempt = number;
+  // Why it waited (or why the last attempt ended) is over: a job that
+  // runs has no pending reason. The last attempt's end stays in its
+  // attempt record and the timeline.
+  const std::string waiting_reason = std::exchange(job.rec.reason, "");
+  const std::string waiting_message = std::exchange(job.rec.message, "");
   const int64_t admitted_ms = NowMs();
   if (!job.rec.admitted_at) {
     ObserveSeconds("taugrid_admission_wait_seconds", {{"queue", job.rec.queue}}, admitted_ms - job.rec.created_at);
@@ -197,6 +205,8 @@ void JobManager::StartAttempt(Job& job) {
       job.rec.state = JobState::kQueued;
       job.rec.attempt = number - 1;
       job.rec.resume_from = chosen_checkpoint;
+      job.rec.reason = waiting_reason;
+      job.rec.message = waiting_message;
       job.attempts.erase(std::remove_if(job.attempts.begin(), job.attempts.end(),
                                         [&](const AttemptRecord& a) { return a.number == number; }),
                          job.attempts.end());
@@ -229,6 +239,9 @@ void JobManager::StartAttempt(Job& job) {
   job.ranks.assign(static_cast<size_t>(workers), Job::Rank{});
   job.first_failure.reset();
   job.peak_rss_kb = 0;
+  job.oom_evidence.clear();
+  job.oom_kills_at_start.reset();
+  if (!options_.cgroups && options_.oom_kill_count) job.oom_kills_at_start = options_.oom_kill_count();
   std::vector<int64_t> pids;
   for (int r = 0; r < workers; ++r) {
     AttemptStart start = BuildAttemptStart(job, number, r, port, ray_python);
@@ -279,6 +292,9 @@ void JobManager::StartAttempt(Job& job) {
   ObserveSeconds("taugrid_job_start_seconds", {}, *attempt.started_at - admitted_ms);
   job.rec.state = JobState::kRunning;
   job.rec.started_at = job.rec.started_at.value_or(*attempt.started_at);
+  // Its progress rate starts again with this attempt's lines.
+  if (!job.progress) job.progress = std::make_shared<progress::Tracker>();
+  job.progress->StartAttempt(*attempt.started_at);
   {
     // "Running" records what has happened: the shims run, and hold their
     // locks, so a restarted daemon finds them however far this write got.
@@ -408,6 +424,21 @@ void JobManager::RankEnded(Job& job, int rank, const Result<exec::ExitStatus>& s
       log::Warn("jobs", "cannot remove a cgroup", {{"job", job.rec.id}, {"error", st.ToString()}});
     }
   }
+  if (!options_.cgroups && status.ok() && !job.oom_killed && !job.rec.cancel_requested &&
+      job.rec.preempted_by.empty() && job.rec.gpu_fault.empty()) {
+    // No memory.events to read: what the kernel and the rank's peak RSS say.
+    exec::OomClues clues;
+    clues.signal = status->signal.value_or(0);
+    clues.terminated_by = status->terminated_by;
+    clues.peak_rss_kb = status->max_rss_kb;
+    clues.limit_bytes = job.spec.run.workload_kind == spec::WorkloadKind::kRayJob ? 0 : AttemptRankShare(job.spec).memory_bytes;
+    if (clues.signal == SIGKILL) {
+      clues.kills_before = job.oom_kills_at_start;
+      if (options_.oom_kill_count) clues.kills_after = options_.oom_kill_count();
+    }
+    job.oom_evidence = exec::OomKillEvidence(clues);
+    job.oom_killed = !job.oom_evidence.empty();
+  }
   if (r.token) jobs_by_token_.erase(r.token);
   r.token = 0;
   if (!Succeeded(status) && !job.first_failure) {
@@ -438,6 +469,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   facts.deadline_backstop = job.deadline_backstop;
   facts.cancel_requested = job.rec.cancel_requested;
   facts.oom_killed = job.oom_killed;
+  facts.oom_evidence = job.oom_evidence;
   facts.memory_per_worker = job.spec.compute.memory.ToString();
   facts.max_runtime = FormatDuration(job.spec.limits.max_runtime.value_or(Duration(0)));
   facts.gpu_fault = job.rec.gpu_fault;
@@ -464,7 +496,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   attempt.peak_rss_kb = job.peak_rss_kb;
   Count("taugrid_job_attempts_total", {{"reason", reason}});
   // Another attempt, now (Queued) or after a backoff (Retrying), or the end.
-  if (state == JobState::kFailed) state = ApplyRetryPolicy(job, reason, &message);
+  if (state == JobState::kFailed) state = ApplyRetryPolicy(job, reason, attempt.signal.value_or(0), &message);
   if (state == JobState::kQueued && reason == "Preempted") state = ApplyRequeueBackoff(job, &reason, &message);
   if (!IsLegalTransition(job.rec.state, state)) {
     log::Error("jobs", "an attempt's end leads to a state the job cannot reach from its own",
@@ -510,6 +542,7 @@ void JobManager::FinishAttempt(Job& job, const Result<exec::ExitStatus>& status)
   if (state == JobState::kRetrying) ArmRetryTimer();
   FollowMetricsFile(job);  // its last lines
   job.progress_stalled = false;
+  if (job.progress) job.progress->SetStalled(false);
   RefreshCheckpoints(job);
   SealEvidence(job);  // once it has ended and its end is recorded
 }

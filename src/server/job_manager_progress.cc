@@ -47,6 +47,7 @@ void JobManager::RefreshProgress() {
     const bool stalled = since_line > options_.progress_stall_after.count();
     if (stalled == job.progress_stalled) continue;
     job.progress_stalled = stalled;
+    job.progress->SetStalled(stalled);  // no ETA while stalled
     job.view.reset();
     changed = true;
     std::string message =

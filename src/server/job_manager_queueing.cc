@@ -242,7 +242,15 @@ Result<std::string> JobManager::WhyJson(const std::string& id_or_name) {
                         {"reason", job->rec.reason},
                         {"message", job->rec.message},
                         {"held", job->rec.held},
+                        {"attempt", job->rec.attempt},
                         {"holders", nlohmann::json::array()}};
+  // A job that runs waits for nothing: no pending reason, whatever an
+  // older record says.
+  if (job->rec.state == JobState::kAdmitted || job->rec.state == JobState::kRunning) {
+    out["reason"] = "";
+    out["message"] = "";
+    return out.dump();
+  }
   if (auto why = admission_->Why(job->rec.id)) {
     out["position"] = why->position;
     // How long a backoff has left, now rather than at the last pass.

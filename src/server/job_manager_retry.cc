@@ -25,16 +25,18 @@ resume::EndCause CauseOf(const std::string& reason) {
   if (reason == "OOMKilled") return resume::EndCause::kOom;
   if (reason == "ExitCode") return resume::EndCause::kExitCode;
   if (reason == "Unknown") return resume::EndCause::kUnknown;
+  if (reason == "Signal") return resume::EndCause::kSignal;
   return resume::EndCause::kFinal;
 }
 
 }  // namespace
 
-JobState JobManager::ApplyRetryPolicy(Job& job, const std::string& reason, std::string* message) {
+JobState JobManager::ApplyRetryPolicy(Job& job, const std::string& reason, int signal, std::string* message) {
   const double jitter = options_.jitter ? options_.jitter() : std::uniform_real_distribution<double>(0, 1)(rng_);
-  resume::RetryDecision d =
-      resume::DecideRetry(job.spec.retry, CauseOf(reason), static_cast<int>(job.rec.exit_code.value_or(0)),
-                          {job.rec.restarts, job.rec.interruptions}, options_.max_interruptions, jitter);
+  const resume::EndCause cause = CauseOf(reason);
+  const int code = cause == resume::EndCause::kSignal ? signal : static_cast<int>(job.rec.exit_code.value_or(0));
+  resume::RetryDecision d = resume::DecideRetry(job.spec.retry, cause, code, {job.rec.restarts, job.rec.interruptions},
+                                                options_.max_interruptions, jitter);
   job.rec.retry_at.reset();
   if (!d.retry) {
     if (!d.refusal.empty()) *message += "; not retried: " + d.refusal;
@@ -137,7 +139,7 @@ void JobManager::WakeRetries() {
 
 std::string JobManager::ResumePoint(const Job& job) const {
   const fs::path dir = home_.checkpoint_dir(job.rec.id);
-  auto list = resume::ListCheckpoints(dir);
+  auto list = resume::ListCheckpoints(dir, job.spec.checkpoint);
   if (!list.ok()) {
     log::Warn("jobs", "cannot list checkpoints", {{"job", job.rec.id}, {"error", list.status().ToString()}});
     return "";
@@ -158,7 +160,7 @@ Result<std::shared_ptr<const JobView>> JobManager::Resume(const std::string& id_
     return FailedPreconditionError(fmt::format("job {} is {}; tau resume starts a new attempt of a job that has ended",
                                                job->rec.id, store::JobStateName(job->rec.state)));
   }
-  auto list = resume::ListCheckpoints(home_.checkpoint_dir(job->rec.id));
+  auto list = resume::ListCheckpoints(home_.checkpoint_dir(job->rec.id), job->spec.checkpoint);
   if (!list.ok()) return list.status().WithContext("listing the job's checkpoints");
   if (!from.empty()) {
     bool found = false;
@@ -212,8 +214,9 @@ void JobManager::RefreshCheckpoints(Job& job) {
   }
   if (!job.rec.resume_from.empty()) protect.push_back(job.rec.resume_from);
   RunInBackground([this, id = job.rec.id, dir = home_.checkpoint_dir(job.rec.id), keep = job.spec.checkpoint.keep,
-                   known = resume::CheckpointsFromJson(job.rec.checkpoints), protect]() -> std::function<void()> {
-    auto index = resume::IndexCheckpoints(dir, known);
+                   known = resume::CheckpointsFromJson(job.rec.checkpoints), protect,
+                   rules = job.spec.checkpoint]() -> std::function<void()> {
+    auto index = resume::IndexCheckpoints(dir, known, rules);
     std::vector<std::string> deleted;
     std::string json;
     if (index.ok()) {

@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <nlohmann/json.hpp>
+
 #include "server/job_manager_test_fixture.h"
 
 namespace tau::server {
@@ -11,6 +14,7 @@ namespace {
 
 using store::JobState;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kRetryJob[] =
     "name: r\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n"
@@ -177,6 +181,118 @@ TEST_F(RetryTest, ADaemonRestartKeepsTheBudgetAndTheBackoff) {
   EXPECT_EQ(View(id)->job.restarts, 2) << "the budget spent before the restart still counts";
 }
 
+TEST_F(RetryTest, ARetriedJobThatRunsAgainShowsNoPendingReason) {
+  FakeExecutor runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
+  EndLatest(*jobs, runner, id, 1, 3);
+  clock_.Advance(std::chrono::seconds(10));
+  jobs->WakeRetries();
+  ASSERT_EQ(View(id)->job.state, JobState::kRunning);
+  EXPECT_EQ(View(id)->job.reason, "") << View(id)->job.message;
+  EXPECT_EQ(View(id)->job.message, "");
+  EXPECT_EQ(View(id)->attempts[0].reason, "ExitCode") << "the last attempt keeps why it ended";
+  auto why = jobs->WhyJson(id);
+  ASSERT_TRUE(why.ok());
+  auto j = nlohmann::json::parse(*why);
+  EXPECT_EQ(j["state"], "Running");
+  EXPECT_EQ(j["reason"], "");
+  EXPECT_EQ(j["attempt"], 2);
+  // Stored so: a restarted daemon shows the same.
+  auto stored = store_->LoadJob(id);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->reason, "");
+}
+
+TEST_F(RetryTest, TheProgressRateStartsAgainWithEachAttemptAndStopsWhileStalled) {
+  FakeExecutor runner;
+  tweak_ = [](JobManagerOptions& o) { o.progress_stall_after = std::chrono::minutes(1); };
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
+  const fs::path metrics = home().metrics_file(id);
+  fs::create_directories(metrics.parent_path());
+  std::ofstream(metrics, std::ios::app) << "{\"step\": 0, \"total_steps\": 100}\n";
+  jobs->RefreshProgress();
+  clock_.Advance(std::chrono::seconds(10));
+  std::ofstream(metrics, std::ios::app) << "{\"step\": 30}\n";
+  jobs->RefreshProgress();
+  ASSERT_TRUE(View(id)->progress->steps_per_second.has_value());
+  EXPECT_DOUBLE_EQ(*View(id)->progress->steps_per_second, 3.0);
+
+  EndLatest(*jobs, runner, id, 1, 3);
+  clock_.Advance(std::chrono::seconds(10));
+  jobs->WakeRetries();
+  ASSERT_EQ(View(id)->job.state, JobState::kRunning);
+  EXPECT_FALSE(View(id)->progress->steps_per_second.has_value()) << "attempt 1's rate is not attempt 2's";
+  EXPECT_FALSE(View(id)->progress->eta_seconds.has_value());
+  std::ofstream(metrics, std::ios::app) << "{\"step\": 20}\n";  // resumed from a checkpoint
+  jobs->RefreshProgress();
+  clock_.Advance(std::chrono::seconds(10));
+  std::ofstream(metrics, std::ios::app) << "{\"step\": 30}\n";
+  jobs->RefreshProgress();
+  ASSERT_TRUE(View(id)->progress->steps_per_second.has_value());
+  EXPECT_DOUBLE_EQ(*View(id)->progress->steps_per_second, 1.0);
+  EXPECT_DOUBLE_EQ(*View(id)->progress->eta_seconds, 70.0);
+
+  clock_.Advance(std::chrono::minutes(2));  // no line since
+  jobs->RefreshProgress();
+  EXPECT_TRUE(View(id)->progress_stalled);
+  EXPECT_FALSE(View(id)->progress->eta_seconds.has_value()) << "no ETA while stalled";
+}
+
+TEST_F(RetryTest, WithoutCgroupsASigkillWhileTheKernelsOomKillsRoseIsAnOomAndRetried) {
+  FakeExecutor runner;
+  int64_t oom_kills = 40;
+  tweak_ = [&](JobManagerOptions& o) { o.oom_kill_count = [&] { return std::optional<int64_t>(oom_kills); }; };
+  auto jobs = Manager(&runner);  // no cgroups: nothing reads memory.events
+  std::string id = (*jobs->Submit(Request("name: r\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1, memory: 1Gi}\n"
+                                          "retry: {max_restarts: 1, on: [oom], backoff: 1s}\n")))->job.id;
+  ++oom_kills;  // the kernel OOM-killed something meanwhile
+  exec::ExitStatus killed;
+  killed.signal = SIGKILL;
+  killed.max_rss_kb = 100 * 1024;
+  runner.statuses[StatusPath(id, 1)] = killed;
+  jobs->OnShimExit(runner.TokenOf(runner.next_pid - 1));
+  auto v = View(id);
+  EXPECT_EQ(v->job.state, JobState::kRetrying);
+  EXPECT_EQ(v->job.reason, "OOMKilled");
+  EXPECT_THAT(v->job.message, HasSubstr("the kernel's OOM kill count (/proc/vmstat oom_kill) rose from 40 to 41"));
+  clock_.Advance(std::chrono::seconds(1));
+  jobs->WakeRetries();
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(Env(runner.starts[1], "TAU_RETRY_REASON"), "oom");
+
+  // A kill -9 while the count stays and far from its limit is a signal.
+  runner.statuses[StatusPath(id, 2)] = killed;
+  jobs->OnShimExit(runner.TokenOf(runner.next_pid - 1));
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_EQ(View(id)->job.reason, "Signal");
+}
+
+TEST_F(RetryTest, ASignalNamedInRetryOnIsRetried) {
+  FakeExecutor runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request("name: r\nrun: {entrypoint: ./run.sh}\ncompute: {cpus: 1}\n"
+                                          "retry: {max_restarts: 1, on: [\"signal:KILL\"], backoff: 1s}\n")))->job.id;
+  exec::ExitStatus killed;
+  killed.signal = SIGKILL;
+  runner.statuses[StatusPath(id, 1)] = killed;
+  jobs->OnShimExit(runner.TokenOf(runner.next_pid - 1));
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Signal");
+  clock_.Advance(std::chrono::seconds(1));
+  jobs->WakeRetries();
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(Env(runner.starts[1], "TAU_RETRY_REASON"), "signal:KILL");
+
+  exec::ExitStatus segv;
+  segv.signal = SIGSEGV;
+  runner.statuses[StatusPath(id, 2)] = segv;
+  jobs->OnShimExit(runner.TokenOf(runner.next_pid - 1));
+  EXPECT_EQ(View(id)->job.state, JobState::kFailed);
+  EXPECT_THAT(View(id)->job.message, HasSubstr("not retried: retry.on does not list signal:SEGV"));
+}
+
 TEST_F(RetryTest, TheNextAttemptResumesFromTheNewestCompleteCheckpoint) {
   FakeExecutor runner;
   auto jobs = Manager(&runner);
@@ -202,6 +318,34 @@ TEST_F(RetryTest, TheNextAttemptResumesFromTheNewestCompleteCheckpoint) {
   EXPECT_EQ(View(id)->attempts[1].resumed_from, expected);
 }
 
+TEST_F(RetryTest, AStrayFileInTheCheckpointFolderIsNeverResumedFrom) {
+  FakeExecutor runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
+  WriteCheckpoint(id, "step-0025.json", 30);
+  WriteCheckpoint(id, "pid", 5);  // written after the checkpoint: the newest file
+  EndLatest(*jobs, runner, id, 1, 3);
+  EXPECT_THAT(View(id)->job.checkpoints, Not(HasSubstr("\"name\":\"pid\"")));
+  clock_.Advance(std::chrono::seconds(10));
+  jobs->WakeRetries();
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(Env(runner.starts[1], "TAU_RESUME_FROM"), (home().checkpoint_dir(id) / "step-0025.json").string());
+}
+
+TEST_F(RetryTest, TheSpecsIncludeGlobsChooseWhatIsResumedFrom) {
+  FakeExecutor runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(std::string(kRetryJob) + "checkpoint: {include: [\"state-*.bin\"]}\n")))->job.id;
+  WriteCheckpoint(id, "state-7.bin", 30);
+  WriteCheckpoint(id, "step-9.pt", 5);  // a default name, but not one the spec includes
+  EndLatest(*jobs, runner, id, 1, 3);
+  clock_.Advance(std::chrono::seconds(10));
+  jobs->WakeRetries();
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(Env(runner.starts[1], "TAU_RESUME_FROM"), (home().checkpoint_dir(id) / "state-7.bin").string());
+  EXPECT_TRUE(fs::exists(home().checkpoint_dir(id) / "step-9.pt")) << "what is not a checkpoint is never pruned";
+}
+
 TEST_F(RetryTest, ResumeStartsAnEndedJobFromTheNamedCheckpoint) {
   FakeExecutor runner;
   auto jobs = Manager(&runner);
@@ -211,25 +355,25 @@ TEST_F(RetryTest, ResumeStartsAnEndedJobFromTheNamedCheckpoint) {
   EXPECT_EQ(running.error().code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(running.error().message(), HasSubstr("is Running; tau resume starts a new attempt of a job that has ended"));
 
-  WriteCheckpoint(id, "a", 20);
-  WriteCheckpoint(id, "b", 10);
+  WriteCheckpoint(id, "ckpt-a", 20);
+  WriteCheckpoint(id, "ckpt-b", 10);
   EndLatest(*jobs, runner, id, 1, 1);
   ASSERT_EQ(View(id)->job.state, JobState::kFailed);
   auto missing = jobs->Resume(id, "nope");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message(),
-            "job " + id + " has no complete checkpoint named \"nope\"; complete ones, newest first: b, a");
+            "job " + id + " has no complete checkpoint named \"nope\"; complete ones, newest first: ckpt-b, ckpt-a");
 
-  auto resumed = jobs->Resume(id, "a");
+  auto resumed = jobs->Resume(id, "ckpt-a");
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   ASSERT_EQ(runner.starts.size(), 2u);
   EXPECT_EQ(View(id)->job.state, JobState::kRunning);
   EXPECT_FALSE(View(id)->job.finished_at.has_value());
-  EXPECT_EQ(Env(runner.starts[1], "TAU_RESUME_FROM"), (home().checkpoint_dir(id) / "a").string());
+  EXPECT_EQ(Env(runner.starts[1], "TAU_RESUME_FROM"), (home().checkpoint_dir(id) / "ckpt-a").string());
   EXPECT_EQ(Env(runner.starts[1], "TAU_RETRY_REASON"), "resume");
   EXPECT_EQ(Env(runner.starts[1], "TAU_ATTEMPT"), "2");
-  EXPECT_TRUE(HasEvent(id, "Resumed", "resumed from checkpoint a"));
-  EXPECT_TRUE(HasEvent(id, "Admitted", "attempt 2, resuming from " + (home().checkpoint_dir(id) / "a").string()));
+  EXPECT_TRUE(HasEvent(id, "Resumed", "resumed from checkpoint ckpt-a"));
+  EXPECT_TRUE(HasEvent(id, "Admitted", "attempt 2, resuming from " + (home().checkpoint_dir(id) / "ckpt-a").string()));
 }
 
 TEST_F(RetryTest, CancellingAJobThatWaitsToRetryEndsIt) {

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "common/quantity.h"
+#include "common/strings.h"
 
 #include "server/local_ray.h"
 #include "spec/load.h"
@@ -97,6 +99,13 @@ std::shared_ptr<JobView> NewJobView(const store::JobRecord& rec, std::vector<sto
   // The view is what readers see: no secret values in it.
   jv->job.secret_env.clear();
   return jv;
+}
+
+std::string AttemptSeparatorLine(const store::AttemptRecord& a) {
+  std::vector<std::string> why;
+  if (!a.retry_reason.empty()) why.push_back(a.retry_reason);
+  if (!a.resumed_from.empty()) why.push_back("resumed from " + std::filesystem::path(a.resumed_from).filename().string());
+  return fmt::format("--- attempt {}{} ---\n", a.number, why.empty() ? "" : " (" + Join(why, ", ") + ")");
 }
 
 }  // namespace tau::server

@@ -32,4 +32,10 @@ sched::Resources RequestOf(const spec::JobSpec& spec);
 std::shared_ptr<JobView> NewJobView(const store::JobRecord& rec, std::vector<store::AttemptRecord> attempts,
                                     const spec::JobSpec& spec, const TauHome& home, int64_t max_interruptions);
 
+// The line that starts attempt `a`'s output in a log of several attempts:
+// "--- attempt 2 (gpu_fault, resumed from step-00025) ---\n", with the
+// retry reason (TAU_RETRY_REASON) and the checkpoint's name when it
+// resumed from one.
+std::string AttemptSeparatorLine(const store::AttemptRecord& a);
+
 }  // namespace tau::server

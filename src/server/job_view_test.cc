@@ -49,5 +49,18 @@ TEST(JobViewTest, TheViewedFieldsOfAStoredSpecMatchItsFullDecode) {
   EXPECT_FALSE(DecodeViewedSpec("{\"compute\": 3}").ok());
 }
 
+TEST(JobViewTest, AnAttemptsSeparatorLineSaysWhyItRanAndWhatItResumedFrom) {
+  store::AttemptRecord a;
+  a.number = 2;
+  a.retry_reason = "gpu_fault";
+  a.resumed_from = "/home/me/.local/share/taugrid/jobs/j_1/checkpoints/step-00025";
+  EXPECT_EQ(AttemptSeparatorLine(a), "--- attempt 2 (gpu_fault, resumed from step-00025) ---\n");
+  a.resumed_from.clear();
+  a.retry_reason = "exit:3";
+  EXPECT_EQ(AttemptSeparatorLine(a), "--- attempt 2 (exit:3) ---\n");
+  a.retry_reason.clear();
+  EXPECT_EQ(AttemptSeparatorLine(a), "--- attempt 2 ---\n");
+}
+
 }  // namespace
 }  // namespace tau::server

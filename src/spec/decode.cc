@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -504,6 +505,28 @@ class Decoder {
     if (const Node* v = Optional(n, "checkpoint", "grace_period")) {
       DurationValue(*v, "checkpoint.grace_period", &c->grace_period);
     }
+    if (const Node* v = Optional(n, "checkpoint", "layout")) {
+      static constexpr std::pair<std::string_view, CheckpointLayout> kLayouts[] = {
+          {"auto", CheckpointLayout::kAuto},
+          {"plain", CheckpointLayout::kPlain},
+          {"huggingface", CheckpointLayout::kHuggingFace},
+          {"orbax", CheckpointLayout::kOrbax},
+          {"deepspeed", CheckpointLayout::kDeepSpeed}};
+      Enum<CheckpointLayout>(*v, "checkpoint.layout", kLayouts, &c->layout);
+    }
+    if (const Node* v = Optional(n, "checkpoint", "include")) {
+      StringList(*v, "checkpoint.include", &c->include);
+      for (size_t i = 0; i < c->include.size(); ++i) {
+        const std::string& glob = c->include[i];
+        const std::string at = fmt::format("checkpoint.include[{}]", i);
+        if (glob.empty()) {
+          diags_->Error(pos_->At(at), at + ": empty pattern");
+        } else if (glob.find('/') != std::string::npos) {
+          diags_->Error(pos_->At(at), fmt::format("{}: \"{}\" has a '/'; a pattern names a file or folder directly in "
+                                                  "TAU_CHECKPOINT_DIR", at, glob));
+        }
+      }
+    }
   }
 
   void DecodeRetry(const Node& n, RetrySpec* r) {
@@ -522,8 +545,9 @@ class Decoder {
           std::string hint;
           if (auto near = ClosestMatch(items[i], kNames)) hint = fmt::format(" (did you mean \"{}\"?)", *near);
           diags_->Error(at, fmt::format("retry.on: \"{}\" is not a retry condition; expected "
-                                        "preempted, gpu_fault, node_lost, oom, unknown or exit:<code> with "
-                                        "a code from 1 to 255{}",
+                                        "preempted, gpu_fault, node_lost, oom, unknown, exit:<code> with "
+                                        "a code from 1 to 255, or signal:<name> (signal:KILL, signal:SEGV) or "
+                                        "signal:<number> from 1 to 64{}",
                                         items[i], hint));
           continue;
         }
@@ -542,18 +566,32 @@ class Decoder {
 
   static std::optional<RetryCondition> ParseRetryCondition(std::string_view s) {
     using K = RetryCondition::Kind;
-    if (s == "preempted") return RetryCondition{K::kPreempted, 0};
-    if (s == "gpu_fault") return RetryCondition{K::kGpuFault, 0};
-    if (s == "node_lost") return RetryCondition{K::kNodeLost, 0};
-    if (s == "oom") return RetryCondition{K::kOom, 0};
-    if (s == "unknown") return RetryCondition{K::kUnknown, 0};
+    if (s == "preempted") return RetryCondition{K::kPreempted, 0, 0};
+    if (s == "gpu_fault") return RetryCondition{K::kGpuFault, 0, 0};
+    if (s == "node_lost") return RetryCondition{K::kNodeLost, 0, 0};
+    if (s == "oom") return RetryCondition{K::kOom, 0, 0};
+    if (s == "unknown") return RetryCondition{K::kUnknown, 0, 0};
     if (s.starts_with("exit:")) {
       std::string_view num = s.substr(5);
       int code = 0;
       auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), code);
       if (ec == std::errc() && end == num.data() + num.size() && !num.empty() && code >= 1 &&
           code <= 255) {
-        return RetryCondition{K::kExitCode, code};
+        return RetryCondition{K::kExitCode, code, 0};
+      }
+    }
+    if (s.starts_with("signal:")) {
+      std::string_view sig = s.substr(7);
+      if (sig.starts_with("SIG")) sig.remove_prefix(3);
+      int number = 0;
+      auto [end, ec] = std::from_chars(sig.data(), sig.data() + sig.size(), number);
+      if (ec == std::errc() && end == sig.data() + sig.size() && !sig.empty()) {
+        if (number >= 1 && number <= 64) return RetryCondition{K::kSignal, 0, number};
+        return std::nullopt;
+      }
+      for (int n = 1; n <= 64; ++n) {
+        const char* abbrev = ::sigabbrev_np(n);
+        if (abbrev && sig == abbrev) return RetryCondition{K::kSignal, 0, n};
       }
     }
     return std::nullopt;

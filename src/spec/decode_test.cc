@@ -159,6 +159,40 @@ TEST(DecodeTest, TagsThatContradictTheFieldTypeAreErrors) {
   EXPECT_EQ(err("compute:\n  gpus: !!int 1\n  cpus: !!float 1.5\n"), "");
 }
 
+TEST(DecodeTest, CheckpointLayoutAndIncludeGlobs) {
+  auto loaded = LoadText(
+      "schema_version: 1\nname: a\nrun: {entrypoint: x.py}\n"
+      "checkpoint:\n  layout: deepspeed\n  include: [\"global_step*\", \"best\"]\n");
+  ASSERT_TRUE(loaded.result.ok()) << loaded.diagnostics;
+  EXPECT_EQ(loaded.result->spec.checkpoint.layout, CheckpointLayout::kDeepSpeed);
+  EXPECT_EQ(loaded.result->spec.checkpoint.include, (std::vector<std::string>{"global_step*", "best"}));
+  auto err = [](const std::string& body) {
+    return LoadText("schema_version: 1\nname: a\nrun: {entrypoint: x.py}\n" + body).diagnostics;
+  };
+  EXPECT_THAT(err("checkpoint:\n  include: [\"ckpt/*.pt\"]\n"),
+              HasSubstr("job.yaml:5:13: error: checkpoint.include[0]: \"ckpt/*.pt\" has a '/'; a pattern names a file "
+                        "or folder directly in TAU_CHECKPOINT_DIR"));
+  EXPECT_THAT(err("checkpoint:\n  include: [\"\"]\n"), HasSubstr("checkpoint.include[0]: empty pattern"));
+  EXPECT_THAT(err("checkpoint:\n  layout: hugginface\n"),
+              HasSubstr("checkpoint.layout: \"hugginface\" is not valid; expected one of"));
+  EXPECT_THAT(err("checkpoint:\n  layout: hugginface\n"), HasSubstr("did you mean \"huggingface\"?"));
+}
+
+TEST(DecodeTest, SignalRetryConditions) {
+  auto loaded = LoadText("schema_version: 1\nname: a\nrun: {entrypoint: x.py}\n"
+                         "retry:\n  on: [\"signal:KILL\", \"signal:SIGSEGV\", \"signal:6\"]\n");
+  ASSERT_TRUE(loaded.result.ok()) << loaded.diagnostics;
+  std::vector<std::string> on;
+  for (const auto& c : loaded.result->spec.retry.on) on.push_back(c.ToString());
+  EXPECT_EQ(on, (std::vector<std::string>{"signal:KILL", "signal:SEGV", "signal:ABRT"}));
+  auto err = [](const std::string& body) {
+    return LoadText("schema_version: 1\nname: a\nrun: {entrypoint: x.py}\n" + body).diagnostics;
+  };
+  EXPECT_THAT(err("retry:\n  on: [\"signal:KILLL\"]\n"),
+              HasSubstr("retry.on: \"signal:KILLL\" is not a retry condition"));
+  EXPECT_THAT(err("retry:\n  on: [\"signal:65\"]\n"), HasSubstr("signal:<number> from 1 to 64"));
+}
+
 TEST(DecodeTest, SuggestsTheRightSectionForMisplacedFields) {
   auto loaded = LoadText("schema_version: 1\nname: a\ngpus: 2\nrun: {entrypoint: x}\n");
   EXPECT_THAT(loaded.diagnostics,

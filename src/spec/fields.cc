@@ -112,6 +112,20 @@ const std::vector<FieldDoc>& Catalogue() {
        "Time between SIGTERM and SIGKILL when the job is cancelled or preempted, so it can save "
        "a checkpoint.",
        "grace_period: 2m"},
+      {"checkpoint.layout", FieldType::kEnum, "enum", "auto", false,
+       "How the job lays out TAU_CHECKPOINT_DIR, which sets which entries are checkpoints and when one is "
+       "complete: plain (files or folders named like step-N, renamed into place or with a .complete marker), "
+       "huggingface (Trainer's checkpoint-N/ folders, complete once trainer_state.json is written), orbax "
+       "(CheckpointManager's step folders, never its *.orbax-checkpoint-tmp-* ones) or deepspeed (tag folders "
+       "up to the one the `latest` file names). auto picks the one the folder's contents show.",
+       "layout: huggingface", {"auto", "plain", "huggingface", "orbax", "deepspeed"}},
+      {"checkpoint.include", FieldType::kStringList, "list of globs", "the layout's defaults", false,
+       "Which files or folders directly in TAU_CHECKPOINT_DIR may be checkpoints (shell globs on their names); "
+       "anything else there (a pid file, logs, DeepSpeed's latest) is never offered as TAU_RESUME_FROM. "
+       "Defaults: plain step*, ckpt*, checkpoint*, epoch*, iter*, [0-9]*, *.pt, *.pth, *.ckpt, *.safetensors, "
+       "*.pkl, *.npz, *.msgpack, *.h5; huggingface checkpoint-*; orbax [0-9]*; deepspeed global_step* and the "
+       "tag `latest` names.",
+       "include: [\"model-*.pt\"]", {}, "^[^/]+$"},
       {"retry", FieldType::kObject, "mapping", "", false,
        "When a failed attempt is retried. Interruptions the job did not cause (preemption, GPU "
        "faults, lost nodes) are retried by default and not charged to max_restarts.",
@@ -122,8 +136,12 @@ const std::vector<FieldDoc>& Catalogue() {
       {"retry.on", FieldType::kStringList, "list of conditions", "[]", false,
        "Conditions that start a new attempt: preempted, gpu_fault, node_lost, oom, unknown (an "
        "attempt whose end was not recorded and whose job may have run: to its end, or, without cgroup v2, on in a "
-       "process that hid from the sweep), or exit:<code> (1-255).",
-       "on: [oom, \"exit:1\"]", {}, "^(preempted|gpu_fault|node_lost|oom|unknown|exit:0*([1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-5]))$"},
+       "process that hid from the sweep), exit:<code> (1-255), or signal:<name> (signal:KILL, signal:SEGV; "
+       "or its number, 1-64) for a process killed by that signal that TauGrid did not send.",
+       "on: [oom, \"exit:1\", \"signal:KILL\"]", {},
+       "^(preempted|gpu_fault|node_lost|oom|unknown|exit:0*([1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-5])|"
+       "signal:(SIG)?(HUP|INT|QUIT|ILL|TRAP|ABRT|BUS|FPE|KILL|USR1|SEGV|USR2|PIPE|ALRM|TERM|STKFLT|CHLD|CONT|STOP|"
+       "TSTP|TTIN|TTOU|URG|XCPU|XFSZ|VTALRM|PROF|WINCH|POLL|PWR|SYS|0*([1-9]|[1-5][0-9]|6[0-4])))$"},
       {"retry.backoff", FieldType::kDuration, "duration", "10s", false,
        "Delay before the first retry; it doubles (with jitter) for each further one.",
        "backoff: 30s"},

@@ -2,10 +2,23 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace tau::spec {
 
 std::string_view WorkloadKindName(WorkloadKind k) {
   return k == WorkloadKind::kRayJob ? "rayjob" : "job";
+}
+
+std::string_view CheckpointLayoutName(CheckpointLayout l) {
+  switch (l) {
+    case CheckpointLayout::kAuto: return "auto";
+    case CheckpointLayout::kPlain: return "plain";
+    case CheckpointLayout::kHuggingFace: return "huggingface";
+    case CheckpointLayout::kOrbax: return "orbax";
+    case CheckpointLayout::kDeepSpeed: return "deepspeed";
+  }
+  return "auto";
 }
 
 std::string_view LauncherName(Launcher l) {
@@ -25,8 +38,14 @@ std::string RetryCondition::ToString() const {
     case Kind::kOom: return "oom";
     case Kind::kExitCode: return fmt::format("exit:{}", exit_code);
     case Kind::kUnknown: return "unknown";
+    case Kind::kSignal: return SignalCondition(signal);
   }
   return "";
+}
+
+std::string SignalCondition(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev ? fmt::format("signal:{}", abbrev) : fmt::format("signal:{}", sig);
 }
 
 bool IsPythonFileEntrypoint(std::string_view e) {

@@ -19,9 +19,14 @@ namespace tau::spec {
 
 enum class WorkloadKind { kJob, kRayJob };
 enum class Launcher { kPython, kTorchrun, kCommand };
+// How a job lays out its checkpoint folder (docs/checkpoints.md#layouts):
+// auto finds the layout from what the folder holds.
+enum class CheckpointLayout { kAuto, kPlain, kHuggingFace, kOrbax, kDeepSpeed };
 
 std::string_view WorkloadKindName(WorkloadKind k);  // "job" | "rayjob"
 std::string_view LauncherName(Launcher l);          // "python" | "torchrun" | "command"
+// "auto" | "plain" | "huggingface" | "orbax" | "deepspeed"
+std::string_view CheckpointLayoutName(CheckpointLayout l);
 
 // An ordered string map (YAML order is kept, keys are unique).
 using StringPairs = std::vector<std::pair<std::string, std::string>>;
@@ -58,15 +63,26 @@ struct RuntimeSpec {
 struct CheckpointSpec {
   int64_t keep = 3;
   Duration grace_period = std::chrono::seconds(30);
+  CheckpointLayout layout = CheckpointLayout::kAuto;
+  // Globs (fnmatch, no '/') naming which children of TAU_CHECKPOINT_DIR may
+  // be checkpoints; empty: the layout's defaults.
+  std::vector<std::string> include;
 };
+
+// "signal:NAME" for signal `sig` ("signal:KILL"), "signal:N" for one
+// without a name.
+std::string SignalCondition(int sig);
 
 // One entry of `retry.on`.
 struct RetryCondition {
-  enum class Kind { kPreempted, kGpuFault, kNodeLost, kOom, kExitCode, kUnknown };
+  enum class Kind { kPreempted, kGpuFault, kNodeLost, kOom, kExitCode, kUnknown, kSignal };
   Kind kind = Kind::kPreempted;
   int exit_code = 0;  // kExitCode only, 1..255
+  int signal = 0;     // kSignal only, 1..64
 
-  std::string ToString() const;  // "preempted", "exit:3", ...
+  // "preempted", "exit:3", "signal:KILL" (a signal by its name without
+  // "SIG" where it has one, else "signal:N"), ...
+  std::string ToString() const;
   friend bool operator==(const RetryCondition&, const RetryCondition&) = default;
 };
 

@@ -104,7 +104,7 @@ void ValidateJobSpec(const JobSpec& s, const PositionMap& pos, Diagnostics* diag
     for (size_t i = 0; i < s.retry.on.size(); ++i) {
       using K = RetryCondition::Kind;
       K kind = s.retry.on[i].kind;
-      if (kind == K::kExitCode || kind == K::kOom) {
+      if (kind == K::kExitCode || kind == K::kOom || kind == K::kSignal) {
         diags->Warning(pos.At(fmt::format("retry.on[{}]", i)),
                        fmt::format("retry.on: \"{}\" is never retried because retry.max_restarts "
                                    "is 0",
@@ -116,12 +116,13 @@ void ValidateJobSpec(const JobSpec& s, const PositionMap& pos, Diagnostics* diag
     bool names_a_failure = false;
     for (const RetryCondition& cond : s.retry.on) {
       names_a_failure = names_a_failure || cond.kind == RetryCondition::Kind::kExitCode ||
-                        cond.kind == RetryCondition::Kind::kOom || cond.kind == RetryCondition::Kind::kUnknown;
+                        cond.kind == RetryCondition::Kind::kOom || cond.kind == RetryCondition::Kind::kUnknown ||
+                        cond.kind == RetryCondition::Kind::kSignal;
     }
     if (!names_a_failure) {
       diags->Warning(pos.At("retry.max_restarts"),
-                     fmt::format("retry.max_restarts is {} but retry.on names no failure of the job (exit:CODE "
-                                 "oom or unknown), so it is never used; interruptions (preempted, gpu_fault, node_lost) "
+                     fmt::format("retry.max_restarts is {} but retry.on names no failure of the job (exit:CODE, "
+                                 "oom, unknown or signal:NAME), so it is never used; interruptions (preempted, gpu_fault, node_lost) "
                                  "are retried without it",
                                  s.retry.max_restarts));
     }

@@ -87,6 +87,8 @@ TEST_F(QueueingTest, AOneCpuQueueRunsOneJobAndTellsWhyTheOthersWait) {
     ASSERT_TRUE(WaitUntil([&] { return Job(id)["reason"] == "WaitingForQuota"; })) << Job(id).dump();
     EXPECT_EQ(Job(id)["state"], "Queued");
   }
+  // The running one waits for nothing.
+  EXPECT_THAT(Tau({"why", a}).out, HasSubstr("is Running.\nIt runs (attempt 1): no pending reason.\n"));
   CommandResult why = Tau({"why", c});
   EXPECT_THAT(why.out, HasSubstr("is Queued."));
   EXPECT_THAT(why.out, HasSubstr("WaitingForQuota"));

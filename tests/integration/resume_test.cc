@@ -47,6 +47,10 @@ TEST_F(ResumeTest, ACrashedJobIsRetriedFromItsNewestCompleteCheckpointAndEndsLik
   // -f followed both attempts.
   EXPECT_THAT(r.out, HasSubstr("attempt 1 (first run) starts at step 0 from scratch\n"));
   EXPECT_THAT(r.out, HasSubstr("attempt 2 (exit:3) starts at step 5 from step-0005.json\n"));
+  // A separator line says where attempt 2's output starts, and why it ran.
+  EXPECT_THAT(r.out, HasSubstr("--- attempt 2 (exit:3, resumed from step-0005.json) ---\n"
+                               "attempt 2 (exit:3) starts at step 5"));
+  EXPECT_THAT(r.out, Not(HasSubstr("--- attempt 1")));
   EXPECT_THAT(r.out, HasSubstr(kUninterrupted));
   nlohmann::json job = Job("crash");
   EXPECT_EQ(job["state"], "Succeeded");

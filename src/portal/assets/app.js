@@ -153,7 +153,28 @@ async function jobView(id) {
   };
   const events = await fetch(`/api/v1/jobs/${encodeURIComponent(id)}/events`, { credentials: "same-origin" }).then(r => r.text());
   document.getElementById("timeline").innerHTML = table(["Time", "Event", "Reason", "Message"],
-    events.split("\n").filter(Boolean).map(l => JSON.parse(l)).map(e => [esc(e.at), esc(e.type), esc(e.reason), esc(e.message)]));
+    foldCheckpoints(events.split("\n").filter(Boolean).map(l => JSON.parse(l)))
+      .map(e => [esc(e.at), esc(e.type), esc(e.reason), esc(e.message)]));
+}
+
+// Two or more Checkpoint events in one attempt (from its Admitted event)
+// become one row where the last of them was, as in tau status.
+function foldCheckpoints(events) {
+  let attempt = 0;
+  const groups = new Map(), of = events.map(e => {
+    if (e.type === "Admitted") attempt++;
+    if (e.type !== "Checkpoint") return null;
+    if (!groups.has(attempt)) groups.set(attempt, []);
+    groups.get(attempt).push(e);
+    return attempt;
+  });
+  return events.flatMap((e, i) => {
+    const g = of[i] === null ? null : groups.get(of[i]);
+    if (!g || g.length < 2) return [e];
+    if (g[g.length - 1] !== e) return [];
+    const newest = (e.message || "").split(" ")[0];
+    return [{ ...e, message: `${g.length} checkpoints, newest ${newest} (tau events --all lists each)` }];
+  });
 }
 
 function gpuTable(g) {

@@ -61,8 +61,12 @@ AttemptEnd EndOfAttempt(const AttemptEndFacts& f) {
       end.message = s.error;
     } else if (f.oom_killed) {
       end.reason = "OOMKilled";
-      end.message = fmt::format("the kernel's OOM killer stopped it at its memory limit ({} per worker)",
-                                f.memory_per_worker);
+      end.message = f.oom_evidence.empty()
+                        ? fmt::format("the kernel's OOM killer stopped it at its memory limit ({} per worker)",
+                                      f.memory_per_worker)
+                        : fmt::format("killed by SIGKILL, taken for the kernel's OOM killer without a cgroup to "
+                                      "say so: {} ({} per worker)",
+                                      f.oom_evidence, f.memory_per_worker);
     } else if (f.setup_failed) {
       end.reason = "SetupFailed";
       end.message = "installing runtime.pip failed; pip's output is in the job's log";

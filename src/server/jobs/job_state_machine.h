@@ -28,6 +28,7 @@ struct AttemptEndFacts {
   bool deadline_backstop = false;  // killed, supervisor and all, after limits.max_runtime had passed
   bool cancel_requested = false;
   bool oom_killed = false;       // the OOM killer stopped a process of it
+  std::string oom_evidence;      // without cgroups, what says so (else "": memory.events did)
   bool setup_failed = false;     // installing runtime.pip failed
   std::string memory_per_worker; // compute.memory, for the OOMKilled message
   std::string max_runtime;       // limits.max_runtime, formatted, for DeadlineExceeded
