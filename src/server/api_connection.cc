@@ -46,14 +46,16 @@ ApiConnection::ApiConnection(int sock, ConnectionTimeouts timeouts)
 void ApiConnection::BeginRequest() {
   in_head_ = true;
   head_timed_out_ = false;
+  body_timed_out_ = false;
   head_deadline_ = std::chrono::steady_clock::now() + timeouts_.head_timeout;
+  body_deadline_ = head_deadline_ + timeouts_.body_timeout;
 }
 
 int ApiConnection::WaitReadable(std::chrono::milliseconds timeout) const { return PollFor(sock_, POLLIN, timeout); }
 
 std::chrono::milliseconds ApiConnection::ReadBudget() const {
-  if (!in_head_) return timeouts_.read_timeout;
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(head_deadline_ - std::chrono::steady_clock::now());
+  const auto deadline = in_head_ ? head_deadline_ : body_deadline_;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   return std::max(std::chrono::milliseconds(0), std::min(left, timeouts_.read_timeout));
 }
 
@@ -61,9 +63,9 @@ bool ApiConnection::is_readable() const {
   if (HasBufferedData()) return true;
   const auto budget = ReadBudget();
   if (WaitReadable(budget) > 0) return true;
-  // Nothing came within what was left of the head's time: the head is late
-  // (not merely one slow read).
-  if (in_head_ && budget < timeouts_.read_timeout) head_timed_out_ = true;
+  // Nothing came within what was left of the head's (or body's) time: it
+  // is late (not merely one slow read).
+  if (budget < timeouts_.read_timeout) (in_head_ ? head_timed_out_ : body_timed_out_) = true;
   return false;
 }
 
@@ -111,6 +113,7 @@ ssize_t ApiConnection::write(const char* ptr, size_t size) {
 }
 
 void ApiConnection::get_remote_ip_and_port(std::string& ip, int& port) const {
+  if (in_head_) body_deadline_ = std::chrono::steady_clock::now() + timeouts_.body_timeout;
   in_head_ = false;
   sockaddr_storage a{};
   socklen_t len = sizeof a;

@@ -22,6 +22,10 @@ namespace tau::server {
 struct ConnectionTimeouts {
   // From a request's first byte to the end of its headers.
   std::chrono::milliseconds head_timeout{10000};
+  // From the end of a request's headers to the end of its body: a client
+  // that trickles a body (a byte now and then, each within read_timeout)
+  // would otherwise hold its thread until the whole declared length came.
+  std::chrono::milliseconds body_timeout{60000};
   // Each read of a request body, and each write of an answer.
   std::chrono::milliseconds read_timeout{30000};
   std::chrono::milliseconds write_timeout{30000};
@@ -54,13 +58,16 @@ class ApiConnection : public httplib::Stream {
   // Whether the last request's head missed its deadline (httplib then
   // answers 400 or closes; the API makes that a 408).
   bool head_timed_out() const { return head_timed_out_; }
+  // Whether the last request's body missed its deadline (httplib then
+  // answers 400; the API makes that a 408 and ends the connection).
+  bool body_timed_out() const { return body_timed_out_; }
 
   bool is_readable() const override;
   bool is_writable() const override;
   ssize_t read(char* ptr, size_t size) override;
   ssize_t write(const char* ptr, size_t size) override;
   // httplib asks for the peer's address once it has read the request's
-  // headers: that ends the head deadline.
+  // headers: that ends the head deadline and starts the body's.
   void get_remote_ip_and_port(std::string& ip, int& port) const override;
   void get_local_ip_and_port(std::string& ip, int& port) const override;
   socket_t socket() const override { return sock_; }
@@ -71,7 +78,8 @@ class ApiConnection : public httplib::Stream {
   // poll() for input: 1 ready, 0 timed out, -1 error.
   int WaitReadable(std::chrono::milliseconds timeout) const;
   // How long the next read may wait: the read timeout, or what is left of
-  // the head deadline while the head is being read.
+  // the head deadline while the head is being read (of the body deadline
+  // after it).
   std::chrono::milliseconds ReadBudget() const;
 
   int sock_;
@@ -81,7 +89,9 @@ class ApiConnection : public httplib::Stream {
   size_t buffer_end_ = 0;
   mutable bool in_head_ = false;
   mutable bool head_timed_out_ = false;
+  mutable bool body_timed_out_ = false;
   std::chrono::steady_clock::time_point head_deadline_;
+  mutable std::chrono::steady_clock::time_point body_deadline_;
 };
 
 }  // namespace tau::server

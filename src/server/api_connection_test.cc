@@ -1,5 +1,6 @@
-// The API's connections: clients that trickle their request heads are cut
-// off at the head deadline, so they cannot hold the API's threads.
+// The API's connections: clients that trickle their request heads or bodies
+// are cut off at the head or body deadline, so they cannot hold the API's
+// threads.
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
@@ -74,6 +75,7 @@ class ApiConnectionTest : public ::testing::Test {
     options.min_threads = 2;
     options.max_threads = 2;
     options.request_head_timeout = std::chrono::milliseconds(300);
+    options.request_body_timeout = std::chrono::milliseconds(300);
     server_ = std::make_unique<ApiServer>(TauHome(home_), nullptr, nullptr, nullptr, options);
     auto port = server_->Bind();
     ASSERT_TRUE(port.ok()) << port.error().ToString();
@@ -93,13 +95,17 @@ class ApiConnectionTest : public ::testing::Test {
   std::thread serving_;
 };
 
-// A client that sends a request line, then a header one byte every 20 ms
-// for as long as the server reads it.
+constexpr const char* kSlowHead = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+// A whole head that declares a body far longer than the trickle sends.
+constexpr const char* kSlowBody = "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n";
+
+// A client that sends `start` (by default a request line and the start of
+// a header), then one byte every 20 ms for as long as the server reads it.
 class Trickler {
  public:
-  explicit Trickler(int port) : fd_(Connect(port)) {
+  explicit Trickler(int port, std::string start = kSlowHead) : fd_(Connect(port)), start_(std::move(start)) {
     started_ = std::thread([this] {
-      bool ok = fd_ >= 0 && SendAll(fd_, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+      bool ok = fd_ >= 0 && SendAll(fd_, start_);
       first_sent_.set_value();
       while (ok && !stop_) {
         ok = SendAll(fd_, "a");
@@ -117,6 +123,7 @@ class Trickler {
 
  private:
   int fd_;
+  std::string start_;
   std::atomic<bool> stop_{false};
   std::promise<void> first_sent_;
   std::thread started_;
@@ -146,6 +153,32 @@ TEST_F(ApiConnectionTest, AHeadPastItsDeadlineIsAnswered408AndTheConnectionClose
   ASSERT_TRUE(json.is_object()) << answer;
   EXPECT_EQ(json.value("code", ""), "DeadlineExceeded");
   EXPECT_THAT(json.value("message", ""), HasSubstr("did not all arrive within 300 ms"));
+}
+
+TEST_F(ApiConnectionTest, ABodyPastItsDeadlineIsAnswered408AndTheConnectionClosed) {
+  // Each byte comes well within the read timeout; only the body deadline
+  // ends it before the declared length has come (some 20,000 s away).
+  Trickler slow(port_, kSlowBody);
+  std::string answer = ReadUntilClosed(slow.fd());
+  EXPECT_THAT(answer, StartsWith("HTTP/1.1 408"));
+  EXPECT_THAT(answer, HasSubstr("Connection: close"));
+  size_t body = answer.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  auto json = nlohmann::json::parse(answer.substr(body + 4), nullptr, false);
+  ASSERT_TRUE(json.is_object()) << answer;
+  EXPECT_EQ(json.value("code", ""), "DeadlineExceeded");
+  EXPECT_THAT(json.value("message", ""), HasSubstr("body did not all arrive within 300 ms"));
+}
+
+TEST_F(ApiConnectionTest, ClientsTricklingBodiesDoNotHoldTheApi) {
+  std::vector<std::unique_ptr<Trickler>> slow;
+  for (int i = 0; i < 4; ++i) slow.push_back(std::make_unique<Trickler>(port_, kSlowBody));
+  int fd = Connect(port_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  std::string answer = ReadUntilClosed(fd);
+  ::close(fd);
+  EXPECT_THAT(answer, StartsWith("HTTP/1.1 200"));
 }
 
 TEST_F(ApiConnectionTest, AKeptAliveConnectionServesRequestsOneAfterAnother) {

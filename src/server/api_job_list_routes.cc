@@ -5,7 +5,11 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <map>
 #include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "server/api_http.h"
 #include "server/job_history.h"
@@ -25,41 +29,73 @@ Status BadParameter(const std::string& name, const std::string& why) {
   return InvalidArgumentError(fmt::format("parameter {}: {}", name, why));
 }
 
+// The pairs of a request's query, in order, each split at its first '='
+// and percent-decoded. httplib's own parse keeps only what follows a
+// value's last '=', so `tag=team=vision` would read as "vision".
+std::vector<std::pair<std::string, std::string>> QueryPairs(const httplib::Request& req) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  const auto mark = req.target.find('?');
+  if (mark == std::string::npos) return pairs;
+  const std::string_view query = std::string_view(req.target).substr(mark + 1);
+  size_t at = 0;
+  while (at <= query.size()) {
+    size_t end = query.find('&', at);
+    if (end == std::string_view::npos) end = query.size();
+    const std::string_view piece = query.substr(at, end - at);
+    if (!piece.empty()) {
+      const size_t eq = piece.find('=');
+      std::string key(piece.substr(0, eq));
+      std::string value(eq == std::string_view::npos ? std::string_view() : piece.substr(eq + 1));
+      pairs.emplace_back(httplib::detail::decode_url(key, true), httplib::detail::decode_url(value, true));
+    }
+    at = end + 1;
+  }
+  return pairs;
+}
+
 // The query of a list request; InvalidArgument names the first bad
 // parameter.
 Result<JobListQuery> ParseListQuery(const httplib::Request& req) {
   static const std::set<std::string> kKnown = {"state", "workspace", "name", "project", "tag", "limit", "continue"};
-  for (const auto& [key, value] : req.params) {
+  std::map<std::string, std::string> single;
+  std::vector<std::string> tags;
+  for (auto& [key, value] : QueryPairs(req)) {
     if (!kKnown.count(key)) {
       return BadParameter(key, "unknown; the job list takes state, workspace, name, project, tag, limit and continue");
     }
-    if (key != "tag" && req.get_param_value_count(key) > 1) return BadParameter(key, "given more than once");
+    if (key == "tag") {
+      tags.push_back(std::move(value));
+    } else if (!single.emplace(key, std::move(value)).second) {
+      return BadParameter(key, "given more than once");
+    }
   }
+  auto param = [&](const char* key) -> const std::string* {
+    auto it = single.find(key);
+    return it == single.end() ? nullptr : &it->second;
+  };
   JobListQuery q;
-  if (req.has_param("state")) {
-    std::string state = req.get_param_value("state");
-    auto parsed = store::ParseJobState(state);
+  if (const std::string* state = param("state")) {
+    auto parsed = store::ParseJobState(*state);
     if (!parsed) {
       return BadParameter("state", fmt::format("\"{}\" is not a job state (Queued, Admitted, Running, Retrying, "
-                                               "Succeeded, Failed, Cancelled)", state));
+                                               "Succeeded, Failed, Cancelled)", *state));
     }
     q.filter.state = *parsed;
   }
   for (const char* key : {"workspace", "name", "project"}) {
-    if (req.has_param(key) && req.get_param_value(key).empty()) return BadParameter(key, "is empty");
+    if (const std::string* v = param(key); v && v->empty()) return BadParameter(key, "is empty");
   }
-  q.filter.workspace = req.get_param_value("workspace");
-  q.filter.name = req.get_param_value("name");
-  q.filter.project = req.get_param_value("project");
-  for (size_t i = 0; i < req.get_param_value_count("tag"); ++i) {
-    std::string t = req.get_param_value("tag", i);
+  if (const std::string* v = param("workspace")) q.filter.workspace = *v;
+  if (const std::string* v = param("name")) q.filter.name = *v;
+  if (const std::string* v = param("project")) q.filter.project = *v;
+  for (const std::string& t : tags) {
     auto eq = t.find('=');
     if (eq == std::string::npos || eq == 0) return BadParameter("tag", fmt::format("\"{}\" is not KEY=VALUE", t));
     q.filter.tags.emplace_back(t.substr(0, eq), t.substr(eq + 1));
   }
   q.limit = kDefaultLimit;
-  if (req.has_param("limit")) {
-    std::string text = req.get_param_value("limit");
+  if (const std::string* v = param("limit")) {
+    const std::string& text = *v;
     int limit = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size() || limit < 1 || limit > kMaxLimit) {
@@ -67,8 +103,8 @@ Result<JobListQuery> ParseListQuery(const httplib::Request& req) {
     }
     q.limit = limit;
   }
-  if (req.has_param("continue")) {
-    q.continue_token = req.get_param_value("continue");
+  if (const std::string* v = param("continue")) {
+    q.continue_token = *v;
     if (auto parsed = ParseContinueToken(q.continue_token); !parsed.ok()) {
       return BadParameter("continue", parsed.status().message());
     }

@@ -240,12 +240,14 @@ class ApiHttpServer : public httplib::Server {
       bool closed = false;
       ResetConnectionEnd();
       ret = process_request(connection, /*close_connection=*/left == 1, closed, nullptr);
-      if (!ret || closed || ConnectionEndRequested() || connection.head_timed_out()) break;
+      if (!ret || closed || ConnectionEndRequested() || connection.head_timed_out() || connection.body_timed_out()) {
+        break;
+      }
     }
     // A client cut off mid-head may still be sending: closing with its
     // bytes unread would reset the connection and could lose the 408.
     // Briefly: a client that trickles its head is not worth a thread.
-    if (connection.head_timed_out()) LingeringClose(sock, std::chrono::milliseconds(250));
+    if (connection.head_timed_out() || connection.body_timed_out()) LingeringClose(sock, std::chrono::milliseconds(250));
     ResetConnectionEnd();
     current_connection = nullptr;
     ::shutdown(sock, SHUT_RDWR);
@@ -320,6 +322,7 @@ class ApiServer::Impl {
     server_.set_payload_max_length(kMaxBlobBody);
     ConnectionTimeouts timeouts;
     timeouts.head_timeout = options_.request_head_timeout;
+    timeouts.body_timeout = options_.request_body_timeout;
     server_.set_connection_timeouts(timeouts);
     server_.set_keep_alive_max_count(1000);
     server_.set_tcp_nodelay(true);
@@ -390,6 +393,12 @@ class ApiServer::Impl {
         SendError(res, DeadlineExceededError(fmt::format("the request's headers did not all arrive within {} ms of its "
                                                          "first byte", ms)),
                   {{"head_timeout_ms", ms}}, 408);
+      } else if (current_connection && current_connection->body_timed_out()) {
+        EndConnectionAfterAnswer(res);
+        const auto ms = options_.request_body_timeout.count();
+        SendError(res, DeadlineExceededError(fmt::format("the request's body did not all arrive within {} ms of its "
+                                                         "headers", ms)),
+                  {{"body_timeout_ms", ms}}, 408);
       } else if (res.status == 404) {
         std::string allowed = req.path.size() <= kMaxPathBytes ? server_.MethodsFor(req.path) : "";
         if (!allowed.empty()) {

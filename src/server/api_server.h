@@ -36,6 +36,10 @@ struct ApiServerOptions {
   // slower than that gets 408 and its connection closed (so clients that
   // trickle headers cannot hold the API's threads).
   std::chrono::milliseconds request_head_timeout{10000};
+  // From the end of a request's headers to the end of its body: a slower
+  // body gets 408 and its connection closed (so clients that trickle
+  // bodies cannot hold the API's threads either).
+  std::chrono::milliseconds request_body_timeout{60000};
   sched::Resources capacity;
   // Served at /metrics (with the API token), nullptr: no /metrics.
   metrics::Registry* metrics = nullptr;

@@ -184,8 +184,9 @@ Result<JobPage> JobHistory::List(const JobListQuery& query, const StateView& act
 Result<std::vector<std::pair<std::string, int64_t>>> JobHistory::CountByState(const StateView& active) const {
   using store::JobState;
   std::map<JobState, int64_t> counts;
+  // The database counts ended jobs whose end it has; the view the rest.
   for (const auto& j : active.jobs) {
-    if (!store::IsTerminal(j->job.state)) ++counts[j->job.state];
+    if (!store::IsTerminal(j->job.state) || j->end_unrecorded) ++counts[j->job.state];
   }
   TAU_ASSIGN_OR_RETURN(Lease db, Acquire());
   TAU_ASSIGN_OR_RETURN(std::vector<store::JobCount> ended, db->CountEndedJobs());

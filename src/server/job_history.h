@@ -50,7 +50,8 @@ class JobHistory {
   Result<std::shared_ptr<const JobView>> Resolve(const std::string& id_or_name, const StateView& active) const;
   Result<JobPage> List(const JobListQuery& query, const StateView& active) const;
   // How many jobs are in each state (every state named, 0 included):
-  // unfinished ones from the view, ended ones from the database.
+  // unfinished ones from the view, ended ones from the database, but for
+  // an end the database does not have yet (a full disk), from the view.
   Result<std::vector<std::pair<std::string, int64_t>>> CountByState(const StateView& active) const;
   // Events after `after_id` (of one job, or of all when `job_id` is ""),
   // oldest first, at most `limit`: what event streams poll.

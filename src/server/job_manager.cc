@@ -227,6 +227,7 @@ void JobManager::RetryStoreWrites() {
     }
     if (!CommitEnd(*job->second, key.second, event).ok()) break;  // still full: all wait
     unrecorded_ends_.erase(key);
+    job->second->view.reset();  // no longer end_unrecorded
     if (!HasUnrecordedEnd(key.first)) SealEvidence(*job->second);
   }
   if (disk_full_) ProbeStore();
@@ -560,6 +561,7 @@ void JobManager::Publish() {
       }
       jv->progress_stalled = job->progress_stalled;
       jv->evidence_error = job->evidence_error;
+      jv->end_unrecorded = HasUnrecordedEnd(job->rec.id);
       jv->secret_env_names.clear();
       for (const auto& [k, v] : job->secret_env) jv->secret_env_names.push_back(k);
       job->view = std::move(jv);

@@ -171,6 +171,62 @@ TEST_F(DiskFullTest, AnEndThatCannotBeCommittedIsKeptAndCommittedOnceSpaceReturn
   EXPECT_EQ(store_->LoadEvents(id, 0, 1000)->size(), events_before + 1) << "written once";
 }
 
+TEST_F(DiskFullTest, AnEndNotWrittenYetIsCountedInItsStateOnceAndOnlyOnce) {
+  FakeExecutor runner;
+  std::vector<std::function<void()>> deferred;
+  tweak_ = [&](JobManagerOptions& o) {
+    o.after = [](std::chrono::milliseconds, std::function<void()>) {};
+    o.defer = [&](std::function<void()> task) { deferred.push_back(std::move(task)); };
+  };
+  auto run_deferred = [&] {
+    while (!deferred.empty()) {
+      auto tasks = std::move(deferred);
+      deferred.clear();
+      for (auto& task : tasks) task();
+    }
+  };
+  // What GET /api/v1/info says of `state`.
+  auto counted = [&](JobState state) -> int64_t {
+    auto view = publisher_.Current();
+    if (!view->history) {
+      ADD_FAILURE() << "no history in the view";
+      return -1;
+    }
+    auto counts = view->history->CountByState(*view);
+    if (!counts.ok()) {
+      ADD_FAILURE() << counts.status().ToString();
+      return -1;
+    }
+    for (const auto& [name, n] : *counts) {
+      if (name == store::JobStateName(state)) return n;
+    }
+    return -1;
+  };
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  run_deferred();
+  ASSERT_EQ(View(id)->job.state, JobState::kRunning);
+  EXPECT_EQ(counted(JobState::kRunning), 1);
+
+  vfs_->SetDiskFull(true);
+  exec::ExitStatus s;
+  s.exit_code = 0;
+  runner.statuses[StatusPath(id, 1)] = s;
+  jobs->OnShimExit(runner.TokenOf(1000));
+  run_deferred();
+  ASSERT_EQ(View(id)->job.state, JobState::kSucceeded);
+  EXPECT_EQ(counted(JobState::kSucceeded), 1) << "shown ended, so counted ended, though not written";
+  EXPECT_EQ(counted(JobState::kRunning), 0);
+
+  vfs_->SetDiskFull(false);
+  clock_.Advance(JobManager::kStoreRetryDelay);
+  jobs->RetryStoreWrites();
+  run_deferred();
+  ASSERT_FALSE(jobs->DiskFull());
+  EXPECT_EQ(counted(JobState::kSucceeded), 1) << "written: counted from the database, not twice";
+  EXPECT_EQ(counted(JobState::kRunning), 0);
+}
+
 TEST_F(DiskFullTest, ASubmitSentAgainWithItsRequestIdGetsItsJobOnAFullDisk) {
   FakeExecutor runner;
   int unpacked = 0;

@@ -38,6 +38,9 @@ struct JobView {
   // Why the ended job's evidence capsule is not sealed yet ("" when it is,
   // or is being sealed): its write failed and is tried again.
   std::string evidence_error;
+  // Its end is shown but not written yet (a full disk): the database still
+  // has it unfinished, so what counts jobs by state counts it from here.
+  bool end_unrecorded = false;
   std::vector<std::string> secret_env_names;  // names only: values are never published
 };
 

@@ -129,6 +129,41 @@ TEST_F(HistoryTest, BadListParametersAreRefusedNamingTheParameter) {
   }
 }
 
+TEST_F(HistoryTest, ATagFilterInTheRawKeyEqualsValueFormMatchesOnTheWholeValue) {
+  // docs/api.md writes the filter as tag=K=V; a client may send it
+  // unescaped, and a value may itself hold '='.
+  auto tagged = [&](const std::string& name, const std::string& tags) {
+    std::string spec = WriteSpec(name + ".yaml", "schema_version: 1\nname: " + name +
+                                                     "\nrun:\n  entrypoint: 'true'\n  launcher: command\n"
+                                                     "compute:\n  cpus: 100m\nexperiment:\n  tags:\n" + tags);
+    std::string id = Submit(spec);
+    EXPECT_TRUE(WaitForState(id, "Succeeded")) << id;
+    return id;
+  };
+  std::string vision = tagged("v", "    team: vision\n    expr: a=b\n");
+  std::string nlp = tagged("n", "    team: nlp\n    expr: b\n");
+
+  std::string reply = ApiGet("/api/v1/jobs?tag=team=vision");
+  ASSERT_EQ(reply.substr(0, 4), "200 ") << reply;
+  nlohmann::json page = nlohmann::json::parse(reply.substr(4));
+  ASSERT_EQ(page["jobs"].size(), 1u) << reply;
+  EXPECT_EQ(page["jobs"][0]["id"], vision);
+
+  // "expr=a=b" is the tag expr with the value "a=b", not expr=b.
+  reply = ApiGet("/api/v1/jobs?tag=expr=a=b");
+  ASSERT_EQ(reply.substr(0, 4), "200 ") << reply;
+  page = nlohmann::json::parse(reply.substr(4));
+  ASSERT_EQ(page["jobs"].size(), 1u) << reply;
+  EXPECT_EQ(page["jobs"][0]["id"], vision);
+
+  // Escaped as the CLI sends it, the same.
+  reply = ApiGet("/api/v1/jobs?tag=team%3Dnlp&limit=5");
+  ASSERT_EQ(reply.substr(0, 4), "200 ") << reply;
+  page = nlohmann::json::parse(reply.substr(4));
+  ASSERT_EQ(page["jobs"].size(), 1u) << reply;
+  EXPECT_EQ(page["jobs"][0]["id"], nlp);
+}
+
 class HistoryKeepTest : public HistoryTest {
  protected:
   void BeforeStart() override { extra_env_["TAU_HISTORY_KEEP"] = "2"; }
