@@ -46,6 +46,10 @@ check(c.get("command") == ["taugridd"], "the container runs taugridd")
 check("--backend" in args and args[args.index("--backend") + 1] == "kubernetes",
       "taugridd runs with --backend kubernetes")
 check(not any(a.startswith("--kubeconfig") for a in args), "taugridd gets no --kubeconfig")
+check("--listen" in args and args[args.index("--listen") + 1].startswith("0.0.0.0:"),
+      "taugridd listens on every interface of its pod, so the Service reaches it")
+probe = c.get("readinessProbe", {}).get("httpGet", {})
+check(probe.get("path") == "/healthz", "taugridd has a /healthz readiness probe")
 check(c.get("image") == "taugrid:" + chart["appVersion"],
       "the default image is taugrid:<appVersion> (got %r)" % c.get("image"))
 sa = one("ServiceAccount", "server")
