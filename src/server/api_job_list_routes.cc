@@ -14,6 +14,7 @@
 #include "server/api_http.h"
 #include "server/job_history.h"
 #include "server/job_json.h"
+#include "server/page_build_gate.h"
 
 #include <httplib.h>
 
@@ -115,9 +116,17 @@ Result<JobListQuery> ParseListQuery(const httplib::Request& req) {
 }  // namespace
 
 void AddJobListRoutes(httplib::Server& server, const ApiContext& ctx) {
+  // One gate for the process: a page of 1,000 jobs takes about 1.7 MB
+  // while it is built, so 200 concurrent requests took the daemon past
+  // 500 MB. Measured (docs/performance.md#job-history): trimming the heap
+  // when the last build ends gives the burst back; capping arenas instead
+  // (MALLOC_ARENA_MAX) kept more resident and slows every other thread.
+  static PageBuildGate gate(PageBuildGate::DefaultBound(), TrimHeap);
   server.Get("/api/v1/jobs", [ctx](const httplib::Request& req, httplib::Response& res) {
     auto query = ParseListQuery(req);
     if (!query.ok()) return SendError(res, query.status());
+    // Held until the body is serialized; what is left is one string.
+    PageBuildGate::Slot slot = gate.Enter();
     auto view = ctx.publisher->Current();
     if (!view->history) return SendError(res, UnavailableError("the job history is not open yet"));
     auto page = view->history->List(*query, *view);
