@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
@@ -34,6 +35,7 @@
 #include "server/elastic_pool.h"
 #include "server/job_history.h"
 #include "server/job_json.h"
+#include "server/kubernetes/kueue_objects.h"
 #include "server/submit_off_loop.h"
 #include "store/job_store.h"
 
@@ -769,8 +771,17 @@ class ApiServer::Impl {
     });
     server_.Get("/api/v1/admin/objects", [this](const httplib::Request& req, httplib::Response& res) {
       if (options_.cluster) return ServeClusterObjects(Cluster(), req, res);
-      auto objects = loop_->Call([&] { return jobs_->KueueObjects(); });
       std::string kind = req.get_param_value("kind"), name = req.get_param_value("name");
+      // The kinds stored here: those a cluster has, and the Configuration
+      // embedded mode acts on. A kind not among them is a mistake, not a
+      // kind with no objects.
+      std::vector<std::string> kinds = kubernetes::KueueKindsInApplyOrder();
+      kinds.push_back("Configuration");
+      if (!kind.empty() && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+        return SendError(res, InvalidArgumentError(fmt::format("parameter kind: \"{}\" is not a Kueue kind TauGrid "
+                                                               "keeps; expected one of {}", kind, Join(kinds, ", "))));
+      }
+      auto objects = loop_->Call([&] { return jobs_->KueueObjects(); });
       json out = json::array();
       for (const auto& o : objects) {
         if (!kind.empty() && o.kind != kind) continue;

@@ -417,6 +417,15 @@ TEST_F(ApiTest, AdminApplyTakesSeveralFilesInOneRequestAndChangesNothingWhenOneI
   EXPECT_THAT(anonymous.body.value("message", ""), HasSubstr("manifests:7:3: error: unknown field \"colour\""));
 }
 
+TEST_F(ApiTest, AdminObjectsOfAKindThatDoesNotExistIsRefusedNamingTheKindAndTheKindsThereAre) {
+  // Not an empty list: that would read as "none of them".
+  Reply bogus = Call("GET", "/api/v1/admin/objects?kind=bogus");
+  EXPECT_JSON_ERROR(bogus, 400, "InvalidArgument");
+  EXPECT_THAT(bogus.body.value("message", ""), HasSubstr("\"bogus\""));
+  EXPECT_THAT(bogus.body.value("message", ""),
+              HasSubstr("ResourceFlavor, WorkloadPriorityClass, Cohort, ClusterQueue, LocalQueue, Configuration"));
+}
+
 TEST_F(ApiTest, ARequestWithoutContentLengthOrChunksHasNoBody) {
   // `curl -X POST URL` sends neither header: the request has no body
   // (RFC 9112, 6.3), and is answered at once, not after a read timeout.
