@@ -117,10 +117,11 @@ Result<JobListQuery> ParseListQuery(const httplib::Request& req) {
 
 void AddJobListRoutes(httplib::Server& server, const ApiContext& ctx) {
   // One gate for the process: a page of 1,000 jobs takes about 1.7 MB
-  // while it is built, so 200 concurrent requests took the daemon past
-  // 500 MB. Measured (docs/performance.md#job-history): trimming the heap
-  // when the last build ends gives the burst back; capping arenas instead
-  // (MALLOC_ARENA_MAX) kept more resident and slows every other thread.
+  // while it is built, so 200 concurrent requests took the daemon near
+  // 700 MB, kept after the burst. Measured (docs/performance.md#job-history):
+  // the gate with a heap trim when the last build ends brought that to
+  // about 95 MB; with malloc's arenas also capped at the daemon's start
+  // (daemon_main.cc), about 50 MB.
   static PageBuildGate gate(PageBuildGate::DefaultBound(), TrimHeap);
   server.Get("/api/v1/jobs", [ctx](const httplib::Request& req, httplib::Response& res) {
     auto query = ParseListQuery(req);

@@ -1,6 +1,7 @@
 #include "server/page_build_gate.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 #include <utility>
 
@@ -54,6 +55,15 @@ size_t PageBuildGate::DefaultBound() { return std::max<size_t>(std::thread::hard
 void TrimHeap() {
 #if defined(__GLIBC__)
   malloc_trim(0);
+#endif
+}
+
+void CapMallocArenas(size_t arenas) {
+#if defined(__GLIBC__)
+  if (std::getenv("MALLOC_ARENA_MAX") != nullptr) return;
+  mallopt(M_ARENA_MAX, static_cast<int>(std::max<size_t>(arenas, 1)));
+#else
+  (void)arenas;
 #endif
 }
 

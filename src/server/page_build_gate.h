@@ -66,4 +66,10 @@ class PageBuildGate {
 // (malloc_trim on glibc; nothing elsewhere).
 void TrimHeap();
 
+// Caps glibc's malloc arenas at `arenas` (at least 1) unless
+// MALLOC_ARENA_MAX is set in the environment, which then wins. glibc's
+// default of 8 per core lets each of the API's many threads keep an arena
+// of freed memory that TrimHeap only partly gives back. Nothing elsewhere.
+void CapMallocArenas(size_t arenas);
+
 }  // namespace tau::server
