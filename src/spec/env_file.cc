@@ -5,6 +5,44 @@
 #include "common/names.h"
 
 namespace tau::spec {
+namespace {
+
+// The offset of the first byte of `text` that is not part of well-formed
+// UTF-8 (or is a NUL, which no environment can carry), or npos.
+size_t FirstBadByte(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0) return i;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;
+    unsigned int min = 0;
+    unsigned int cp = 0;
+    if ((c & 0xE0) == 0xC0) {
+      n = 1, min = 0x80, cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2, min = 0x800, cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3, min = 0x10000, cp = c & 0x07;
+    } else {
+      return i;
+    }
+    for (size_t k = 1; k <= n; ++k) {
+      if (i + k >= text.size()) return i;
+      const auto cc = static_cast<unsigned char>(text[i + k]);
+      if ((cc & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
 
 StringPairs ParseEnvFile(std::string_view text, std::string_view file_name, Diagnostics* diags) {
   StringPairs out;
@@ -49,6 +87,14 @@ StringPairs ParseEnvFile(std::string_view text, std::string_view file_name, Diag
     }
     if (IsReservedEnvName(key)) {
       diags->Error(at, fmt::format("{} is set by TauGrid and cannot be set here", key));
+      continue;
+    }
+    // The value may be a secret: the message names where the bad byte is,
+    // never the value's bytes.
+    if (size_t bad = FirstBadByte(value); bad != std::string::npos) {
+      diags->Error(at, fmt::format("the value of {} is not valid UTF-8 text: {} at byte {} of the value; an "
+                                   "environment variable must be text",
+                                   key, value[bad] == '\0' ? "a NUL byte" : "a byte that is not UTF-8", bad + 1));
       continue;
     }
     out.emplace_back(std::move(key), std::move(value));

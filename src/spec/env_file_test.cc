@@ -36,5 +36,24 @@ TEST(EnvFileTest, AnUnterminatedQuoteIsAnErrorAtTheQuote) {
   EXPECT_EQ(p.vars, (StringPairs{{"OK", "1"}}));
 }
 
+// A value that is not UTF-8 text (or holds a NUL) is refused at its line,
+// naming the variable and the byte's place but never the value, which may
+// be a secret; well-formed multi-byte text passes.
+TEST(EnvFileTest, AValueThatIsNotUtf8TextIsRefusedWithoutShowingIt) {
+  std::string text = "OK=caf\xc3\xa9\nSECRET=ab\xff";
+  text += "cd\nTRUNC=x\xe2\x82\nNUL=a";
+  text.push_back('\0');
+  text += "b\n";
+  Parsed p = Parse(text);
+  EXPECT_EQ(p.diagnostics,
+            "x.env:2:1: error: the value of SECRET is not valid UTF-8 text: a byte that is not UTF-8 at byte 3 of the "
+            "value; an environment variable must be text\n"
+            "x.env:3:1: error: the value of TRUNC is not valid UTF-8 text: a byte that is not UTF-8 at byte 2 of the "
+            "value; an environment variable must be text\n"
+            "x.env:4:1: error: the value of NUL is not valid UTF-8 text: a NUL byte at byte 2 of the value; an "
+            "environment variable must be text\n");
+  EXPECT_EQ(p.vars, (StringPairs{{"OK", "caf\xc3\xa9"}}));
+}
+
 }  // namespace
 }  // namespace tau::spec
