@@ -97,8 +97,9 @@ const std::vector<FieldDoc>& Catalogue() {
        "CUDA_VISIBLE_DEVICES are set by the platform and cannot be set here.",
        "env:\n  HF_HOME: /data/hf\n  OMP_NUM_THREADS: \"4\""},
       {"runtime.env_from_file", FieldType::kString, "path", "", false,
-       "A file of KEY=VALUE lines (`#` comments, optional `export `, optional quotes that close on their line) that "
-       "`tau run` reads when it submits the job, relative to the spec file's folder. Its values "
+       "A file of KEY=VALUE lines (`#` comments, optional `export `, optional quotes that close on their line; "
+       "values must be UTF-8 text without NUL bytes, and a value that is not is refused at its line without being "
+       "shown) that `tau run` reads when it submits the job, relative to the spec file's folder. Its values "
        "are secret: stored with the job for its attempts, never shown by `tau status`, "
        "`tau list`, the API or the server's log. `tau run --env-file FILE` does the same.",
        "env_from_file: .env"},
