@@ -118,6 +118,20 @@ void ServeLogs(const ApiContext& ctx, StreamGate* gate, const httplib::Request& 
 void ServeEvents(const ApiContext& ctx, StreamGate* gate, const httplib::Request& req, httplib::Response& res,
                  std::optional<std::string> route_job);
 
+// PUT /api/v1/blobs/sha256:HEX (api_blob_routes.cc): the bytes must have
+// that digest; written to a temporary file and renamed into TAU_HOME's
+// blobs, 507 on a full disk as a refused submit.
+void ServeBlobUpload(const TauHome& home, const httplib::Request& req, httplib::Response& res);
+
+// The Kueue configuration of embedded mode (api_kueue_routes.cc):
+// POST /api/v1/admin/apply (the body at most 4 MiB, checked by the caller),
+// GET /api/v1/admin/objects?kind=K&name=N, DELETE
+// /api/v1/admin/objects/KIND/NAME?namespace=W and GET /api/v1/queues.
+void ServeKueueApply(const ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+void ServeKueueObjects(const ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+void ServeKueueDelete(const ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+void ServeQueues(const ApiContext& ctx, httplib::Response& res);
+
 // With a cluster (api_cluster_routes.cc, docs/kubernetes.md): the Kueue
 // objects, queues and logs come from its API server instead of the store,
 // the embedded engine and the log files.

@@ -28,14 +28,12 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "evidence/snapshot.h"
-#include "render/kueue_config.h"
 #include "server/api_body.h"
 #include "server/api_connection.h"
 #include "server/api_http.h"
 #include "server/elastic_pool.h"
 #include "server/job_history.h"
 #include "server/job_json.h"
-#include "server/kubernetes/kueue_objects.h"
 #include "server/submit_off_loop.h"
 #include "store/job_store.h"
 
@@ -442,12 +440,6 @@ class ApiServer::Impl {
  private:
   ApiContext Context() const { return ApiContext{home_, loop_, jobs_, publisher_}; }
   ClusterContext Cluster() const { return ClusterContext{options_.cluster, options_.rank_pod}; }
-  // The "file" a manifests object names for its errors ("manifests" when it
-  // names none, or not as a string).
-  static std::string FileName(const json& f) {
-    return f.contains("file") && f["file"].is_string() ? f["file"].get<std::string>() : "manifests";
-  }
-
   static bool HasBody(const httplib::Request& req) {
     return req.has_header("Transfer-Encoding") || std::atoll(req.get_header_value("Content-Length").c_str()) > 0;
   }
@@ -571,38 +563,7 @@ class ApiServer::Impl {
 
     // Code snapshots are uploaded before the job that uses them.
     server_.Put(R"(/api/v1/blobs/(sha256:[0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
-      std::string digest = req.matches[1];
-      if (evidence::BlobDigest(req.body) != digest) {
-        SendError(res, InvalidArgumentError("the uploaded bytes do not match the digest in the path"));
-        return;
-      }
-      fs::path path = home_.blob(digest);
-      std::error_code ec;
-      fs::create_directories(path.parent_path(), ec);
-      fs::path tmp = path.string() + fmt::format(".tmp{}", ::gettid());
-      {
-        errno = 0;
-        std::ofstream out(tmp, std::ios::binary);
-        out.write(req.body.data(), static_cast<std::streamsize>(req.body.size()));
-        out.flush();
-        if (!out) {
-          const int err = errno;
-          fs::remove(tmp, ec);
-          // A full disk is answered 507 like a refused submit.
-          SendSubmitError(res, err == ENOSPC || err == EDQUOT
-                                   ? ErrnoError(err, fmt::format("cannot store the snapshot in {}",
-                                                                 path.parent_path().string()))
-                                   : ResourceExhaustedError(fmt::format("cannot store the snapshot in {}: disk full?",
-                                                                        path.parent_path().string())));
-          return;
-        }
-      }
-      fs::rename(tmp, path, ec);
-      if (ec) {
-        SendError(res, ErrnoError(ec.value(), "store the snapshot"));
-        return;
-      }
-      SendJson(res, {{"digest", digest}, {"size", req.body.size()}}, 201);
+      ServeBlobUpload(home_, req, res);
     });
     server_.Get(R"(/api/v1/blobs/(sha256:[0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
       std::error_code ec;
@@ -726,76 +687,20 @@ class ApiServer::Impl {
       SendJson(res, {{"removed", *removed}});
     });
 
-    // Kueue configuration.
+    // Kueue configuration (api_kueue_routes.cc): from the store here, from
+    // the API server with a cluster.
     server_.Post("/api/v1/admin/apply", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.body.size() > (size_t{4} << 20)) return SendError(res, InvalidArgumentError("manifests larger than 4 MiB"));
       if (options_.cluster) return ServeClusterApply(Cluster(), req, res);
-      auto parsed = ParseJsonObjectBody(req.body);
-      if (!parsed.ok()) return SendError(res, parsed.error());
-      json body = std::move(*parsed);
-      const char* expected = "expected {\"manifests\": \"<YAML>\", \"file\": \"name\"} or {\"files\": "
-                             "[{\"manifests\": \"<YAML>\", \"file\": \"name\"}, ...]}";
-      // One file, or several applied in order (force_conflicts has nothing
-      // to take over here: the daemon is the configuration's only writer).
-      std::vector<std::pair<std::string, std::string>> files;
-      if (body.contains("files") && body["files"].is_array()) {
-        for (const json& f : body["files"]) {
-          if (!f.is_object() || !f.contains("manifests") || !f["manifests"].is_string()) {
-            return SendError(res, InvalidArgumentError(expected));
-          }
-          files.emplace_back(FileName(f), f["manifests"].get<std::string>());
-        }
-      } else if (body.contains("manifests") && body["manifests"].is_string()) {
-        files.emplace_back(FileName(body), body["manifests"].get<std::string>());
-      }
-      if (files.empty()) return SendError(res, InvalidArgumentError(expected));
-      // Decode here first so errors name the user's file and positions.
-      json warnings = json::array();
-      spec::Diagnostics diags;
-      bool ok = true;
-      for (const auto& [file, text] : files) {
-        render::DecodedKueueConfig decoded;
-        if (!render::DecodeKueueManifests(text, file, &decoded, &diags)) ok = false;
-      }
-      for (const auto& d : diags.Sorted()) {
-        if (d.severity == spec::Severity::kWarning) warnings.push_back(spec::FormatDiagnostic(d));
-      }
-      if (!ok) return SendError(res, InvalidArgumentError(diags.Format()));
-      json changes = json::array();
-      for (const auto& [file, text] : files) {
-        auto applied = loop_->Call([&] { return jobs_->ApplyKueue(text, {}); });
-        if (!applied.ok()) return SendError(res, applied.error());
-        for (const std::string& c : *applied) changes.push_back(c);
-      }
-      SendJson(res, {{"changes", changes}, {"warnings", warnings}});
+      ServeKueueApply(Context(), req, res);
     });
     server_.Get("/api/v1/admin/objects", [this](const httplib::Request& req, httplib::Response& res) {
       if (options_.cluster) return ServeClusterObjects(Cluster(), req, res);
-      std::string kind = req.get_param_value("kind"), name = req.get_param_value("name");
-      // The kinds stored here: those a cluster has, and the Configuration
-      // embedded mode acts on. A kind not among them is a mistake, not a
-      // kind with no objects.
-      std::vector<std::string> kinds = kubernetes::KueueKindsInApplyOrder();
-      kinds.push_back("Configuration");
-      if (!kind.empty() && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
-        return SendError(res, InvalidArgumentError(fmt::format("parameter kind: \"{}\" is not a Kueue kind TauGrid "
-                                                               "keeps; expected one of {}", kind, Join(kinds, ", "))));
-      }
-      auto objects = loop_->Call([&] { return jobs_->KueueObjects(); });
-      json out = json::array();
-      for (const auto& o : objects) {
-        if (!kind.empty() && o.kind != kind) continue;
-        if (!name.empty() && o.name != name) continue;
-        out.push_back(json::parse(o.json));
-      }
-      SendJson(res, {{"objects", out}});
+      ServeKueueObjects(Context(), req, res);
     });
     server_.Delete(R"(/api/v1/admin/objects/([^/]+)/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
       if (options_.cluster) return ServeClusterDelete(Cluster(), req, res);
-      KueueObjectKey key{req.matches[1], req.get_param_value("namespace"), req.matches[2]};
-      auto changes = loop_->Call([&] { return jobs_->ApplyKueue("", {key}); });
-      if (!changes.ok()) return SendError(res, changes.error());
-      SendJson(res, {{"changes", *changes}});
+      ServeKueueDelete(Context(), req, res);
     });
     server_.Post(R"(/api/v1/jobs/([^/]+)/priority)", [this](const httplib::Request& req, httplib::Response& res) {
       auto body = ParseBody(req);
@@ -816,9 +721,7 @@ class ApiServer::Impl {
     });
     server_.Get("/api/v1/queues", [this](const httplib::Request&, httplib::Response& res) {
       if (options_.cluster) return ServeClusterQueues(Cluster(), res);
-      std::string text = loop_->Call([&] { return jobs_->QueuesJson(); });
-      res.status = 200;
-      res.set_content(text, "application/json");
+      ServeQueues(Context(), res);
     });
     for (const char* action : {"hold", "release"}) {
       const bool hold = std::string(action) == "hold";

@@ -4,7 +4,7 @@
 // interface so that its decisions are tested against a scripted cluster.
 // KubeClientApi is the real one (kube::KubeClient).
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "kube/client.h"
 
@@ -22,16 +22,10 @@ class ClusterApi {
 class KubeClientApi final : public ClusterApi {
  public:
   explicit KubeClientApi(kube::KubeClient* client) : client_(client) {}
-  Result<nlohmann::json> Get(const kube::ResourceRef& ref) override { return client_->Get(ref); }
-  Result<nlohmann::json> List(const kube::ResourceRef& ref, const kube::ListOptions& options) override {
-    return client_->List(ref, options);
-  }
-  Result<nlohmann::json> Create(const kube::ResourceRef& ref, const nlohmann::json& object) override {
-    return client_->Create(ref, object);
-  }
-  Result<nlohmann::json> Delete(const kube::ResourceRef& ref, const kube::DeleteOptions& options) override {
-    return client_->Delete(ref, options);
-  }
+  Result<nlohmann::json> Get(const kube::ResourceRef& ref) override;
+  Result<nlohmann::json> List(const kube::ResourceRef& ref, const kube::ListOptions& options) override;
+  Result<nlohmann::json> Create(const kube::ResourceRef& ref, const nlohmann::json& object) override;
+  Result<nlohmann::json> Delete(const kube::ResourceRef& ref, const kube::DeleteOptions& options) override;
 
  private:
   kube::KubeClient* client_;

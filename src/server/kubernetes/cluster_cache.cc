@@ -1,5 +1,7 @@
 #include "server/kubernetes/cluster_cache.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 
 #include "common/log.h"

@@ -4,6 +4,7 @@
 // Create answers AlreadyExists like the API server, List matches label
 // selectors of the form k=v,k2=v2, and every call is recorded.
 
+#include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
 #include <map>

@@ -1,5 +1,7 @@
 #include "server/kubernetes/kueue_objects.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -2,10 +2,10 @@
 
 // Kueue objects on a cluster: what `tau admin apply/get/delete` and
 // `tau queues` do when taugridd runs with a Kubernetes API server. Objects
-// are whole JSON documents, so this header includes nlohmann/json; only
-// the cluster routes and tests include it.
+// are whole JSON documents (include <nlohmann/json.hpp> to use them; this
+// header only forward-declares it).
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <memory>
 #include <string>

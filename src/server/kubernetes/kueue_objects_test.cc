@@ -1,5 +1,7 @@
 #include "server/kubernetes/kueue_objects.h"
 
+#include <nlohmann/json.hpp>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
