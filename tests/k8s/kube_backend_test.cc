@@ -28,6 +28,7 @@
 
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
+#include "k8s/test_cluster.h"
 #include "support/subprocess.h"
 
 namespace tau {
@@ -44,42 +45,13 @@ std::string g_work_dir;
 const std::vector<std::string> kHold = {"--pod-annotation", "pod-complete.stage.kwok.x-k8s.io/delay=1h",
                                         "--pod-annotation", "pod-complete.stage.kwok.x-k8s.io/jitter-delay=1h"};
 
-class Cluster : public ::testing::Environment {
+class Cluster : public testing::K8sTestCluster {
  public:
+  Cluster() : K8sTestCluster(g_work_dir, {{"K8S_ENV_POD_STAGES", "general"}}) { instance_ = this; }
   static Cluster* Get() { return instance_; }
 
-  void SetUp() override {
-    instance_ = this;
-    if (const char* given = std::getenv("TAU_K8S_ENV_DIR"); given != nullptr && *given != '\0') {
-      dir_ = given;
-    } else {
-      if (::geteuid() != 0) {
-        skip_reason_ = "not root; scripts/k8s-env up runs Kueue in a private mount namespace (unshare -m), which needs root";
-        return;
-      }
-      script_ = testing::SourcePath("scripts/k8s-env");
-      dir_ = (fs::path(g_work_dir) / "cluster").string();
-      fs::remove_all(dir_);
-      fs::create_directories(dir_);
-      testing::CommandResult up = testing::RunCommand({script_, "up", dir_}, "", {{"K8S_ENV_POD_STAGES", "general"}});
-      if (up.exit_code != 0) {
-        error_ = "scripts/k8s-env up " + dir_ + " failed (exit " + std::to_string(up.exit_code) + "):\n" + up.out +
-                 "\n" + up.err;
-        return;
-      }
-      owned_ = true;
-    }
-    auto config = kube::LoadKubeconfig(dir_ + "/kubeconfig");
-    if (!config.ok()) {
-      error_ = config.error().ToString();
-      return;
-    }
-    auto client = kube::KubeClient::Create(*config);
-    if (!client.ok()) {
-      error_ = client.error().ToString();
-      return;
-    }
-    client_ = std::move(*client);
+ protected:
+  Status Prepare() override {
     // One ClusterQueue of 8 GPUs and its LocalQueue in namespace default.
     kube::ApplyOptions apply{"taugrid-k8s-test", true};
     const json objects[] = {
@@ -137,112 +109,15 @@ class Cluster : public ::testing::Environment {
                                       {"kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "", "low", ""},
                                       {"kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", "", "high", ""}};
     for (int i = 0; i < 7; ++i) {
-      if (auto applied = client_->Apply(refs[i], objects[i], apply); !applied.ok()) {
-        error_ = "creating the queues: " + applied.error().ToString();
-        return;
+      if (auto applied = client().Apply(refs[i], objects[i], apply); !applied.ok()) {
+        return Status(applied.error().code(), "creating the queues: " + applied.error().ToString());
       }
     }
-    ready_ = true;
-  }
-
-  void TearDown() override {
-    if (restarted_pid_ > 0) {
-      ::kill(restarted_pid_, SIGTERM);
-      ::waitpid(restarted_pid_, nullptr, 0);
-    }
-    if (owned_) {
-      testing::CommandResult down = testing::RunCommand({script_, "down", dir_});
-      if (down.exit_code != 0) {
-        ADD_FAILURE() << "scripts/k8s-env down failed: " << down.out << down.err;
-      }
-    }
-  }
-
-  bool Usable() {
-    if (!skip_reason_.empty()) {
-      return false;
-    }
-    EXPECT_TRUE(ready_) << error_;
-    return ready_;
-  }
-  const std::string& skip_reason() const { return skip_reason_; }
-  const std::string& dir() const { return dir_; }
-  kube::KubeClient& client() { return *client_; }
-  bool owned() const { return owned_; }
-
-  // Stops the cluster's kube-apiserver (recorded in DIR/pids) and starts it
-  // again with the same command line; this process owns the new one and
-  // stops it before `down`.
-  Status RestartApiServer() {
-    pid_t pid = -1;
-    std::ifstream pids(dir_ + "/pids");
-    std::string name, bin;
-    long p = 0;
-    while (pids >> name >> p >> bin) {
-      if (name == "kube-apiserver") {
-        pid = static_cast<pid_t>(p);
-      }
-    }
-    if (pid <= 0) {
-      return NotFoundError("no kube-apiserver in " + dir_ + "/pids");
-    }
-    std::ifstream cmdline_file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-    std::stringstream cmdline;
-    cmdline << cmdline_file.rdbuf();
-    std::vector<std::string> argv;
-    std::string arg;
-    for (char c : cmdline.str()) {
-      if (c == '\0') {
-        argv.push_back(arg);
-        arg.clear();
-      } else {
-        arg.push_back(c);
-      }
-    }
-    if (argv.empty() || argv[0].find("kube-apiserver") == std::string::npos ||
-        cmdline.str().find(dir_) == std::string::npos) {
-      return FailedPreconditionError("pid " + std::to_string(pid) + " is not this cluster's kube-apiserver");
-    }
-    ::kill(pid, SIGTERM);
-    for (int i = 0; i < 300; ++i) {  // not our child: wait for /proc to drop it
-      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-      if (text.empty() || text.find(") Z") != std::string::npos) {
-        break;
-      }
-      if (i == 200) {
-        ::kill(pid, SIGKILL);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    std::string log = dir_ + "/logs/kube-apiserver.log";
-    pid_t child = ::fork();
-    if (child == 0) {
-      ::setsid();
-      FILE* out = std::freopen(log.c_str(), "a", stdout);
-      (void)out;
-      ::dup2(STDOUT_FILENO, STDERR_FILENO);
-      std::vector<char*> args;
-      for (auto& a : argv) {
-        args.push_back(a.data());
-      }
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-    if (child < 0) {
-      return ErrnoError(errno, "fork");
-    }
-    restarted_pid_ = child;
     return Status::Ok();
   }
 
  private:
   static inline Cluster* instance_ = nullptr;
-  std::string script_, dir_, error_, skip_reason_;
-  bool owned_ = false, ready_ = false;
-  pid_t restarted_pid_ = -1;
-  std::unique_ptr<kube::KubeClient> client_;
 };
 
 // A taugridd --backend kubernetes of its own TAU_HOME, and the tau CLI

@@ -29,6 +29,7 @@
 #include "kube/kubeconfig.h"
 #include "kube/reflector.h"
 #include "kube/watch.h"
+#include "k8s/test_cluster.h"
 #include "support/subprocess.h"
 
 namespace tau::kube {
@@ -41,170 +42,14 @@ using std::chrono::seconds;
 
 std::string g_work_dir;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 // The cluster: started here (and stopped at the end) or given.
-class Cluster : public ::testing::Environment {
+class Cluster : public testing::K8sTestCluster {
  public:
+  Cluster() : K8sTestCluster(g_work_dir) { instance_ = this; }
   static Cluster* Get() { return instance_; }
-
-  void SetUp() override {
-    instance_ = this;
-    if (const char* given = std::getenv("TAU_K8S_ENV_DIR"); given != nullptr && *given != '\0') {
-      dir_ = given;
-      owned_ = false;
-    } else {
-      if (::geteuid() != 0) {
-        skip_reason_ = "not root; scripts/k8s-env up runs Kueue in a private mount namespace (unshare -m), which needs root";
-        return;
-      }
-      const char* script_env = std::getenv("TAU_K8S_ENV");
-      script_ = (script_env != nullptr && *script_env != '\0') ? script_env : testing::SourcePath("scripts/k8s-env");
-      if (!fs::exists(script_)) {
-        error_ = "no test cluster script at " + script_ + " (TAU_K8S_ENV names another)";
-        return;
-      }
-      dir_ = (fs::path(g_work_dir) / "cluster").string();
-      fs::remove_all(dir_);
-      fs::create_directories(dir_);
-      testing::CommandResult up = testing::RunCommand({script_, "up", dir_});
-      if (up.exit_code != 0) {
-        error_ = "scripts/k8s-env up " + dir_ + " failed (exit " + std::to_string(up.exit_code) + "):\n" + up.out +
-                 "\n" + up.err;
-        return;
-      }
-      owned_ = true;
-    }
-    Result<KubeConfig> config = LoadKubeconfig(dir_ + "/kubeconfig");
-    if (!config.ok()) {
-      error_ = config.error().ToString();
-      return;
-    }
-    config_ = *config;
-    ready_ = true;
-  }
-
-  void TearDown() override {
-    StopRestartedApiServer();
-    if (owned_) {
-      testing::CommandResult down = testing::RunCommand({script_, "down", dir_});
-      if (down.exit_code != 0) {
-        ADD_FAILURE() << "scripts/k8s-env down failed: " << down.out << down.err;
-      }
-    }
-  }
-
-  // Call first in every test.
-  bool Usable() {
-    if (!skip_reason_.empty()) {
-      return false;
-    }
-    EXPECT_TRUE(ready_) << error_;
-    return ready_;
-  }
-  const std::string& skip_reason() const { return skip_reason_; }
-  const KubeConfig& config() const { return config_; }
-  bool owned() const { return owned_; }
-  const std::string& dir() const { return dir_; }
-
-  // Stops the API server recorded in DIR/pids and starts it again with the
-  // same command line (the env has no restart verb); this process owns the
-  // new one and stops it before `down`. The error says what went wrong.
-  Status RestartApiServer() {
-    pid_t pid = restarted_pid_;
-    std::vector<std::string> argv;
-    if (pid <= 0) {
-      std::ifstream pids(dir_ + "/pids");
-      std::string name, bin;
-      long p = 0;
-      while (pids >> name >> p >> bin) {
-        if (name == "kube-apiserver") {
-          pid = static_cast<pid_t>(p);
-          break;
-        }
-      }
-      if (pid <= 0) {
-        return NotFoundError("no kube-apiserver in " + dir_ + "/pids");
-      }
-    }
-    std::string cmdline = ReadAll("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string arg;
-    for (char c : cmdline) {
-      if (c == '\0') {
-        argv.push_back(arg);
-        arg.clear();
-      } else {
-        arg.push_back(c);
-      }
-    }
-    if (argv.empty() || argv[0].find("kube-apiserver") == std::string::npos ||
-        cmdline.find(dir_) == std::string::npos) {
-      return FailedPreconditionError("pid " + std::to_string(pid) + " is not this cluster's kube-apiserver");
-    }
-    ::kill(pid, SIGTERM);
-    if (pid == restarted_pid_) {
-      ::waitpid(pid, nullptr, 0);
-    } else {
-      // Not our child: wait for /proc to drop it (or show it a zombie);
-      // SIGKILL after 30 s, as scripts/k8s-env down does after 15.
-      for (int i = 0; i < 900; ++i) {
-        std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
-        if (stat.empty() || stat.find(") Z") != std::string::npos) {
-          break;
-        }
-        if (i == 300) {
-          ::kill(pid, SIGKILL);
-        }
-        std::this_thread::sleep_for(milliseconds(100));
-      }
-    }
-    std::string log = dir_ + "/logs/kube-apiserver.log";
-    pid_t child = ::fork();
-    if (child == 0) {
-      ::setsid();
-      int in = ::open("/dev/null", O_RDONLY);
-      int out = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
-      ::dup2(in, 0);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      std::vector<char*> args;
-      for (auto& a : argv) {
-        args.push_back(a.data());
-      }
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-    if (child < 0) {
-      return ErrnoError(errno, "fork");
-    }
-    restarted_pid_ = child;
-    return Status::Ok();
-  }
-
-  void StopRestartedApiServer() {
-    if (restarted_pid_ > 0) {
-      ::kill(restarted_pid_, SIGTERM);
-      ::waitpid(restarted_pid_, nullptr, 0);
-      restarted_pid_ = -1;
-    }
-  }
 
  private:
   static inline Cluster* instance_ = nullptr;
-  std::string script_;
-  std::string dir_;
-  bool owned_ = false;
-  bool ready_ = false;
-  std::string error_;
-  std::string skip_reason_;
-  KubeConfig config_;
-  pid_t restarted_pid_ = -1;
 };
 
 #define REQUIRE_CLUSTER()                                 \

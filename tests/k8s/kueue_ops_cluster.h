@@ -19,6 +19,7 @@
 
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
+#include "k8s/test_cluster.h"
 #include "support/subprocess.h"
 
 namespace tau::server::kubernetes {
@@ -31,73 +32,13 @@ using std::chrono::seconds;
 // Where the cluster is started (main() sets it from argv[1]).
 inline std::string g_work_dir;
 
-class Cluster : public ::testing::Environment {
+class Cluster : public testing::K8sTestCluster {
  public:
+  Cluster() : K8sTestCluster(g_work_dir) { instance_ = this; }
   static Cluster* Get() { return instance_; }
-
-  void SetUp() override {
-    instance_ = this;
-    if (const char* given = std::getenv("TAU_K8S_ENV_DIR"); given != nullptr && *given != '\0') {
-      dir_ = given;
-    } else {
-      if (::geteuid() != 0) {
-        skip_reason_ = "not root; scripts/k8s-env up runs Kueue in a private mount namespace (unshare -m), which needs root";
-        return;
-      }
-      const char* script_env = std::getenv("TAU_K8S_ENV");
-      script_ = (script_env != nullptr && *script_env != '\0') ? script_env : testing::SourcePath("scripts/k8s-env");
-      dir_ = (fs::path(g_work_dir) / "cluster").string();
-      fs::remove_all(dir_);
-      fs::create_directories(dir_);
-      testing::CommandResult up = testing::RunCommand({script_, "up", dir_});
-      if (up.exit_code != 0) {
-        error_ = "scripts/k8s-env up " + dir_ + " failed (exit " + std::to_string(up.exit_code) + "):\n" + up.out +
-                 "\n" + up.err;
-        return;
-      }
-      owned_ = true;
-    }
-    Result<kube::KubeConfig> config = kube::LoadKubeconfig(dir_ + "/kubeconfig");
-    if (!config.ok()) {
-      error_ = config.error().ToString();
-      return;
-    }
-    auto client = kube::KubeClient::Create(*config);
-    if (!client.ok()) {
-      error_ = client.error().ToString();
-      return;
-    }
-    client_ = std::move(*client);
-    ready_ = true;
-  }
-
-  void TearDown() override {
-    client_.reset();
-    if (owned_) {
-      testing::CommandResult down = testing::RunCommand({script_, "down", dir_});
-      if (down.exit_code != 0) {
-        ADD_FAILURE() << "scripts/k8s-env down failed: " << down.out << down.err;
-      }
-    }
-  }
-
-  bool Usable() {
-    EXPECT_TRUE(ready_) << error_;
-    return ready_;
-  }
-  const std::string& skip_reason() const { return skip_reason_; }
-  const std::string& dir() const { return dir_; }
-  kube::KubeClient& client() { return *client_; }
 
  private:
   static inline Cluster* instance_ = nullptr;
-  std::string script_;
-  std::string dir_;
-  bool owned_ = false;
-  bool ready_ = false;
-  std::string error_;
-  std::string skip_reason_;
-  std::unique_ptr<kube::KubeClient> client_;
 };
 
 #define REQUIRE_CLUSTER()                            \

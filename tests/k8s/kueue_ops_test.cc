@@ -5,6 +5,7 @@
 // and stops it at the end. TAU_K8S_ENV_DIR=DIR uses a cluster already up in
 // DIR instead (its DIR/pod.log is appended to); TAU_K8S_ENV names another
 // scripts/k8s-env.
+#include <nlohmann/json.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
