@@ -35,10 +35,20 @@ load_env() {
 
 # True when PID is alive and its command line names BINARY and DIR: a pid
 # recorded by an earlier cluster and since reused by something else fails.
+# A process in the middle of an exec shows an empty command line for a
+# moment, as a zombie does: an empty one is read again while /proc/PID/stat
+# says the process is neither a zombie nor gone.
 is_ours() {
-  local pid="$1" bin="$2" cmdline
-  [ -r "/proc/$pid/cmdline" ] || return 1
-  cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  local pid="$1" bin="$2" cmdline="" i
+  for ((i = 0; i < 20; i++)); do
+    [ -r "/proc/$pid/cmdline" ] || return 1
+    cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+    [ -z "$cmdline" ] || break
+    case "$(proc_state "$pid")" in
+      "" | Z | X) return 1 ;;
+    esac
+    sleep 0.05
+  done
   [[ "$cmdline" == *"$bin"* && "$cmdline" == *"$K8S_ENV_DIR"* ]]
 }
 

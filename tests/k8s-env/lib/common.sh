@@ -63,3 +63,9 @@ go_env() {
 module_dir() {
   echo "$GOMODCACHE/$1@$2"
 }
+
+# Prints the state letter of process PID (R, S, D, Z, ...) from
+# /proc/PID/stat, or nothing when there is no such process.
+proc_state() {
+  sed -n 's/^.*) \([A-Za-z]\).*$/\1/p' "/proc/$1/stat" 2>/dev/null || true
+}

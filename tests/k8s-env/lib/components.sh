@@ -41,15 +41,20 @@ spawn() {
   echo "$name $pid $bin" >>"$K8S_ENV_DIR/pids"
   SPAWN_ENV=()
   SPAWN_MATCH=
-  # Until the forked shell has executed the command, its command line is
-  # this script's; wait for the exec so that every later check of the
-  # command line (is_ours) sees the component's.
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [ -r "/proc/$pid/cmdline" ] || return 0
-    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$bin"; then
-      return 0
-    fi
+  # The forked shell runs env, which runs setsid, which runs the command
+  # (through unshare and bash for some): wait until that chain has reached
+  # the component itself, so that every later check of the command line
+  # (is_ours) sees the component's and not a launcher's mid-exec.
+  local i argv0
+  for ((i = 0; i < 200; i++)); do
+    case "$(proc_state "$pid")" in
+      "" | Z | X) return 0 ;;
+    esac
+    argv0="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n 1)" || true
+    case "${argv0##*/}" in
+      "" | env | setsid | unshare | bash) ;;
+      *) return 0 ;;
+    esac
     sleep 0.05
   done
 }
