@@ -520,6 +520,12 @@ Result<std::shared_ptr<const JobView>> JobManager::Cancel(const std::string& id_
     // disk takes it), which a daemon restarted meanwhile honours.
     Status kept = st.ok() ? Status::Ok() : KeepCancelRequest(home_, job->rec.id, job->rec.attempt);
     StopRanks(*job);
+    // A rank whose shim is gone, its leftovers not killed yet because
+    // their loss could not be recorded, is swept at once, not when the
+    // retry timer comes (sweeping is idempotent; that timer stays armed).
+    const bool draining =
+        std::any_of(job->ranks.begin(), job->ranks.end(), [](const Job::Rank& r) { return r.draining; });
+    if (draining && options_.after) options_.after(std::chrono::milliseconds(0), [this] { SweepLostRanks(); });
     if (!st.ok()) {
       Publish();
       const std::string grace = FormatDuration(job->spec.checkpoint.grace_period);

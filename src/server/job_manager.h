@@ -378,6 +378,7 @@ class JobManager {
       // alive: they are being killed, and the rank ends once none is left.
       bool draining = false;
       bool killed_leftovers = false;  // processes of it were found after its shim was gone
+      bool loss_unrecorded = false;   // that they were could not be committed yet (their kill waits)
       // Its shim is gone and what is at its status file is not a status
       // (a fifo, a link, not JSON): why. Its job may have run.
       std::string unreadable_status;
@@ -531,7 +532,14 @@ class JobManager {
   void MarkLostWhileRunning(Job& job, const std::vector<int>& ranks);
   // Rank `rank` of the job's current attempt.
   static RankRef RefOf(const Job& job, int rank);
-  void ArmSweepTimer();
+  void ArmSweepTimer(std::chrono::milliseconds delay);
+  // Commits the ShimLost event of a rank whose processes (`found` of them)
+  // outlived its shim, then marks them killed (MarkLeftoversKilled). False,
+  // with nothing marked, when the commit fails: the caller kills nothing.
+  bool RecordLostWhileRunning(Job& job, int rank, int64_t found);
+  // The rank's leftovers are being killed: the attempt is over, its other
+  // ranks are stopped.
+  void MarkLeftoversKilled(Job& job, int rank);
   // A shim that should have ended its job `after` from now (it was asked
   // to stop, or reaches limits.max_runtime, and its grace period is over)
   // and is still there then, with a margin (its own job stopped it with

@@ -471,5 +471,61 @@ TEST_F(DiskFullTest, ACapsuleThatCannotBeWrittenIsSealedLaterAndSaysSoMeanwhile)
   EXPECT_EQ((*stored)->evidence, sealed->job.evidence);
 }
 
+TEST_F(DiskFullTest, TheLeftoversOfALostShimAreKilledOnlyOnceTheirLossIsRecorded) {
+  FakeExecutor runner;
+  runner.contained = true;
+  std::vector<std::pair<std::chrono::milliseconds, std::function<void()>>> timers;
+  tweak_ = [&](JobManagerOptions& o) {
+    o.after = [&](std::chrono::milliseconds delay, std::function<void()> task) {
+      timers.emplace_back(delay, std::move(task));
+    };
+  };
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
+  runner.leftovers[StatusPath(id, 1)] = 1;  // the shim is gone; its job runs on
+  vfs_->SetDiskFull(true);
+  jobs->OnShimExit(runner.TokenOf(1000));
+  EXPECT_TRUE(runner.sweeps.empty()) << "killed before a restarted daemon could know the attempt was interrupted";
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  bool paced = false;
+  for (const auto& [delay, task] : timers) paced = paced || delay == JobManager::kStoreRetryDelay;
+  EXPECT_TRUE(paced) << "the deferred kill is not retried at the store's pace";
+
+  vfs_->SetDiskFull(false);
+  runner.leftovers[StatusPath(id, 1)] = 0;
+  runner.killed[StatusPath(id, 1)] = 1;  // alive until the sweep kills it
+  clock_.Advance(JobManager::kStoreRetryDelay);
+  auto due = std::move(timers);
+  timers.clear();
+  for (auto& [delay, task] : due) task();
+  EXPECT_EQ(runner.sweeps.size(), 1u);
+  EXPECT_TRUE(HasEvent(id, "ShimLost", "1 process of the job still ran"));
+  EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
+  EXPECT_EQ(View(id)->job.reason, "Lost");
+}
+
+TEST_F(DiskFullTest, ACancelKillsTheLeftoversOfALostShimEvenWhenTheirLossCannotBeRecorded) {
+  FakeExecutor runner;
+  runner.contained = true;
+  std::vector<std::function<void()>> timers;
+  tweak_ = [&](JobManagerOptions& o) {
+    o.after = [&](std::chrono::milliseconds, std::function<void()> task) { timers.push_back(std::move(task)); };
+  };
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
+  runner.leftovers[StatusPath(id, 1)] = 1;
+  vfs_->SetDiskFull(true);
+  jobs->OnShimExit(runner.TokenOf(1000));
+  ASSERT_TRUE(runner.sweeps.empty());
+  (void)jobs->Cancel(id);  // refused as unrecorded, but the job is stopped
+  runner.leftovers[StatusPath(id, 1)] = 0;
+  runner.killed[StatusPath(id, 1)] = 1;
+  auto due = std::move(timers);
+  timers.clear();
+  for (auto& task : due) task();
+  EXPECT_EQ(runner.sweeps.size(), 1u) << "a cancelled job's processes ran on";
+  EXPECT_EQ(View(id)->job.state, JobState::kCancelled);
+}
+
 }  // namespace
 }  // namespace tau::server

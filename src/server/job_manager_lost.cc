@@ -71,34 +71,68 @@ void JobManager::RankStatusFound(Job& job, int rank, const exec::ExitStatus& sta
 
 RankRef JobManager::RefOf(const Job& job, int rank) { return {job.rec.id, job.rec.attempt, rank}; }
 
+bool JobManager::RecordLostWhileRunning(Job& job, int rank, int64_t found) {
+  Job::Rank& r = job.ranks[static_cast<size_t>(rank)];
+  const std::string message =
+      LostWhileRunningPrefix(job.rec.attempt, rank) +
+      fmt::format(" without recording an exit status while {} process{} of the job still ran; killing {} before "
+                  "the attempt ends",
+                  found, found == 1 ? "" : "es", found == 1 ? "it" : "them");
+  auto txn = store_->Begin();
+  Status st = txn.status();
+  if (st.ok()) st = AppendEvent(job, "ShimLost", "Lost", message);
+  if (st.ok()) st = txn->Commit();
+  if (!st.ok()) {
+    if (!r.loss_unrecorded) LogStoreFailure(job, st);
+    r.loss_unrecorded = true;
+    return false;
+  }
+  r.loss_unrecorded = false;
+  log::Warn("jobs", "a shim is gone and its job still ran; killing it", {{"job", job.rec.id}, {"message", message}});
+  MarkLeftoversKilled(job, rank);
+  return true;
+}
+
+void JobManager::MarkLeftoversKilled(Job& job, int rank) {
+  job.ranks[static_cast<size_t>(rank)].killed_leftovers = true;
+  // The attempt is over: its other ranks stop now.
+  if (!job.first_failure) {
+    job.first_failure = Result<exec::ExitStatus>(NotFoundError(kLeftoversKilled));
+    StopRanks(job);
+  }
+}
+
 void JobManager::ShimLost(Job& job, int rank) {
   Job::Rank& r = job.ranks[static_cast<size_t>(rank)];
   if (r.done) return;
   if (r.token) jobs_by_token_.erase(r.token);
   r.token = 0;
-  const int64_t n = job.rec.attempt;
-  const RankRemains remains = executor_->Sweep(RefOf(job, rank));
-  if ((remains.killed > 0 || remains.alive > 0) && !r.killed_leftovers) {
-    // Recorded at once, before the processes are surely gone: a daemon
-    // restarted after this commit knows the attempt was interrupted.
-    r.killed_leftovers = true;
-    const int64_t found = std::max(remains.killed, remains.alive);
-    const std::string message =
-        LostWhileRunningPrefix(n, rank) +
-        fmt::format(" without recording an exit status while {} process{} of the job still ran; {}", found,
-                    found == 1 ? "" : "es",
-                    remains.alive > 0 ? "killing them before the attempt ends" : "they were killed");
-    log::Warn("jobs", "a shim is gone and its job still ran; killing it", {{"job", job.rec.id}, {"message", message}});
-    auto txn = store_->Begin();
-    Status st = txn.status();
-    if (st.ok()) st = AppendEvent(job, "ShimLost", "Lost", message);
-    if (st.ok()) st = txn->Commit();
-    if (!st.ok()) LogStoreFailure(job, st);
-    // The attempt is over: its other ranks stop now.
-    if (!job.first_failure) {
-      job.first_failure = Result<exec::ExitStatus>(NotFoundError(kLeftoversKilled));
-      StopRanks(job);
+  if (!r.killed_leftovers) {
+    // Counted, and the loss committed, before anything is killed: a daemon
+    // that dies between the kill and the commit would otherwise find
+    // nothing left and no record that the job still ran, and take an
+    // interrupted attempt for one whose end nobody saw.
+    const int64_t found = executor_->CountRemains(RefOf(job, rank));
+    if (found > 0) {
+      if (!RecordLostWhileRunning(job, rank, found)) {
+        if (!job.rec.cancel_requested) {
+          // Not committed (the disk is full): nothing is killed yet; the
+          // processes run on as beside a live shim until it can be.
+          r.draining = true;
+          ArmSweepTimer(kStoreRetryDelay);
+          return;
+        }
+        // Cancelled: killed now, recorded or not (it ends Cancelled either way).
+        MarkLeftoversKilled(job, rank);
+      }
     }
+  }
+  const RankRemains remains = executor_->Sweep(RefOf(job, rank));
+  if (remains.killed > 0 && !r.killed_leftovers) {
+    // Found only by the sweep (one the count missed as it was being made):
+    // recorded after the fact, which is as good as it gets, and known here
+    // even when that commit fails.
+    if (!RecordLostWhileRunning(job, rank, remains.killed)) MarkLeftoversKilled(job, rank);
   }
   if (remains.alive > 0) {
     if (!r.draining) {
@@ -106,7 +140,7 @@ void JobManager::ShimLost(Job& job, int rank) {
                 {{"job", job.rec.id}, {"error", remains.why_alive}});
     }
     r.draining = true;
-    ArmSweepTimer();
+    ArmSweepTimer(kSweepInterval);
     return;
   }
   r.draining = false;
@@ -187,10 +221,10 @@ void JobManager::SweepLostRanks() {
   Publish();
 }
 
-void JobManager::ArmSweepTimer() {
+void JobManager::ArmSweepTimer(std::chrono::milliseconds delay) {
   if (sweep_timer_armed_ || !options_.after) return;
   sweep_timer_armed_ = true;
-  options_.after(kSweepInterval, [this] {
+  options_.after(delay, [this] {
     sweep_timer_armed_ = false;
     SweepLostRanks();
   });

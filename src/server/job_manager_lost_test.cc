@@ -313,7 +313,24 @@ TEST_F(LostTest, LeftoversKilledAndGoneWithinOneSweepEndTheAttemptAtOnce) {
   EXPECT_EQ(runner.sweeps.size(), 1u);
   EXPECT_EQ(View(id)->job.state, JobState::kRetrying);
   EXPECT_EQ(View(id)->job.reason, "Lost");
-  EXPECT_TRUE(HasEvent(id, "ShimLost", "3 processes of the job still ran; they were killed"));
+  EXPECT_TRUE(HasEvent(id, "ShimLost", "3 processes of the job still ran; killing them"));
+}
+
+TEST_F(LostTest, TheLossOfARankWhoseJobStillRanIsCommittedBeforeAnythingOfItIsKilled) {
+  FakeExecutor runner;
+  runner.contained = true;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  runner.killed[StatusPath(id, 1)] = 2;
+  bool recorded_at_kill = false;
+  // A daemon killed as the sweep kills must find the record on restart:
+  // otherwise nothing is left and it takes the attempt for an end unseen.
+  runner.on_sweep = [&](const RankRef&) { recorded_at_kill = HasEvent(id, "ShimLost", "2 processes of the job"); };
+  ShimGone(*jobs, runner);
+  ASSERT_EQ(runner.counts.size(), 1u);
+  ASSERT_EQ(runner.sweeps.size(), 1u);
+  EXPECT_TRUE(recorded_at_kill);
+  EXPECT_EQ(View(id)->job.reason, "Lost");
 }
 
 TEST_F(LostTest, AStatusFileThatIsNotOneIsAnUnknownEndNeitherASetupFailureNorANeverStartedJob) {

@@ -125,6 +125,10 @@ class Executor {
   // waits a little for it to be gone; the caller repeats it while `alive`
   // > 0.
   virtual RankRemains Sweep(const RankRef& ref) = 0;
+  // How many processes (pods) of a rank that ended without a record of how
+  // are alive now; kills nothing. The caller records that they are before
+  // it Sweeps them.
+  virtual int64_t CountRemains(const RankRef& ref) = 0;
 };
 
 }  // namespace tau::server

@@ -6,6 +6,7 @@
 // tests name ranks as the local executor would find them.
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -67,6 +68,7 @@ class FakeExecutor final : public Executor {
   RankRemains Sweep(const RankRef& ref) override {
     const RankSweep sweep = Locate(ref);
     sweeps.push_back(sweep);
+    if (on_sweep) on_sweep(ref);
     RankRemains r;
     r.alive = leftovers[sweep.status_path];
     r.killed = std::max(r.alive, killed[sweep.status_path]);
@@ -75,6 +77,11 @@ class FakeExecutor final : public Executor {
     r.rebooted = rebooted;
     r.contained = contained;
     return r;
+  }
+  int64_t CountRemains(const RankRef& ref) override {
+    const RankSweep sweep = Locate(ref);
+    counts.push_back(sweep);
+    return std::max(leftovers[sweep.status_path], killed[sweep.status_path]);
   }
   // The token a rank was watched by (0: none).
   uint64_t TokenOf(int64_t pid) const {
@@ -110,6 +117,8 @@ class FakeExecutor final : public Executor {
   // never started the job, whether the machine restarted, and whether a
   // cgroup proved nothing of the rank left (false: no cgroup held it).
   std::vector<RankSweep> sweeps;
+  std::vector<RankSweep> counts;  // CountRemains' calls
+  std::function<void(const RankRef&)> on_sweep;  // called as each sweep kills
   std::map<std::string, int64_t> leftovers;
   std::map<std::string, int64_t> killed;
   std::set<std::string> never_ran;

@@ -344,6 +344,14 @@ Result<exec::ExitStatus> KubeExecutor::ReadEnd(const RankRef& ref) {
                                    ref.rank, ref.attempt, ref.job_id));
 }
 
+int64_t KubeExecutor::CountRemains(const RankRef& ref) {
+  kube::ListOptions mine;
+  mine.label_selector = fmt::format("{}={},{}={}", k8s::kJobIdLabel, ref.job_id, k8s::kAttemptLabel, ref.attempt);
+  auto list = api_->List(k8s::PodsRef(), mine);
+  // Unknown is counted as one: the caller records it before the sweep.
+  return list.ok() ? static_cast<int64_t>((*list)["items"].size()) : 1;
+}
+
 RankRemains KubeExecutor::Sweep(const RankRef& ref) {
   RankRemains remains;
   kube::ListOptions mine;

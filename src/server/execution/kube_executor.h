@@ -59,6 +59,7 @@ class KubeExecutor final : public Executor {
   // Deletes the attempt's pods that are left (grace 0); contained once the
   // API server lists none.
   RankRemains Sweep(const RankRef& ref) override;
+  int64_t CountRemains(const RankRef& ref) override;
 
   // A change the cluster cache saw (on the control loop).
   void OnObject(Kind kind, kube::ReflectorEventType type, const nlohmann::json& object);

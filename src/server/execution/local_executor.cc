@@ -64,11 +64,22 @@ Result<exec::ExitStatus> LocalExecutor::ReadEnd(const RankRef& ref) {
   return exec::ReadExitStatus(LocateRank(home_, cgroups_, ref).status_path);
 }
 
-RankRemains LocalExecutor::SweepAt(const RankSweep& sweep) {
+namespace {
+
+exec::AttemptProcesses ProcessesOf(const RankSweep& sweep) {
   exec::AttemptProcesses attempt;
   attempt.shim = exec::ReadShimRecord(sweep.lock_path);
   attempt.env = sweep.env;
   attempt.cgroup_dir = sweep.cgroup_dir;
+  return attempt;
+}
+
+}  // namespace
+
+int64_t LocalExecutor::CountAt(const RankSweep& sweep) { return exec::CountLeftovers(ProcessesOf(sweep)); }
+
+RankRemains LocalExecutor::SweepAt(const RankSweep& sweep) {
+  const exec::AttemptProcesses attempt = ProcessesOf(sweep);
   RankRemains remains;
   // The shim's record is in the daemon's state folder; the reservation, in
   // the job's, may have been removed by the job itself.

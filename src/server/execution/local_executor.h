@@ -39,6 +39,9 @@ class LocalExecutor final : public Executor {
   // session, processes carrying its environment, its cgroup) and waits a
   // little for them to be gone.
   static RankRemains SweepAt(const RankSweep& sweep);
+  int64_t CountRemains(const RankRef& ref) override { return CountAt(LocateRank(home_, cgroups_, ref)); }
+  // How many live processes the rank left (the count-only probe of SweepAt).
+  static int64_t CountAt(const RankSweep& sweep);
 
  private:
   TauHome home_;
