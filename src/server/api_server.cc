@@ -33,6 +33,7 @@
 #include "server/api_http.h"
 #include "server/elastic_pool.h"
 #include "server/job_history.h"
+#include "spec/json_types.h"
 #include "server/job_json.h"
 #include "server/submit_off_loop.h"
 #include "store/job_store.h"
@@ -600,15 +601,16 @@ class ApiServer::Impl {
       }
       // Everything the answer needs is worked out before the job is
       // committed: once it is, the answer is 201.
-      json warnings = json::array();
       const json& spec = (*body)["spec"];
+      if (Status typed = spec::CheckSpecJsonTypes(spec); !typed.ok()) return SendError(res, typed);
+      json warnings = json::array();
       if (spec.is_object() && spec.contains("runtime") && spec["runtime"].is_object() &&
           spec["runtime"].contains("image")) {
         const json& image = spec["runtime"]["image"];
         warnings.push_back(fmt::format(
             "runtime.image \"{}\" is recorded but not used: the local executor runs jobs in this "
             "machine's own environment",
-            image.is_string() ? image.get<std::string>() : DumpJson(image)));
+            image.get<std::string>()));
       }
       auto result = SubmitOffLoop(*loop_, *jobs_, submit);
       if (!result.ok()) return SendSubmitError(res, result.error());

@@ -543,7 +543,7 @@ TEST_F(ApiTest, EventFollowersShareABoundedSetOfDatabaseConnections) {
   ASSERT_TRUE(WaitForState(id, "Succeeded"));
 }
 
-TEST_F(ApiTest, ANonStringImageIsAnsweredWithTheJobItCommitted) {
+TEST_F(ApiTest, ANonStringImageIsRefusedBeforeAnythingIsCommitted) {
   // A snapshot the daemon has: the one `tau run` uploaded.
   std::string first = Submit(HalfwayJob("first", 2, "go", 0));
   const std::string snapshot = Job(first).value("snapshot", "");
@@ -552,15 +552,15 @@ TEST_F(ApiTest, ANonStringImageIsAnsweredWithTheJobItCommitted) {
                  R"({"spec": {"schema_version": 1, "name": "image", "run": {"entrypoint": "true", "launcher": "command"},)"
                  R"( "compute": {"cpus": "100m", "memory": "64Mi"}, "runtime": {"image": 5}}, "snapshot": ")" +
                      snapshot + "\"}");
-  EXPECT_EQ(r.status, 201) << r.head << r.body.dump();
+  EXPECT_EQ(r.status, 400) << r.head << r.body.dump();
   ASSERT_TRUE(r.body.is_object());
-  EXPECT_THAT(r.body.value("warnings", nlohmann::json::array()).dump(), HasSubstr("runtime.image \\\"5\\\""));
-  // The one job committed is the one answered.
+  EXPECT_THAT(r.body.dump(), HasSubstr("spec.runtime.image: expected a string"));
+  // Nothing was committed.
   nlohmann::json jobs = nlohmann::json::parse(Tau({"list", "-o", "json"}).out, nullptr, false);
   ASSERT_TRUE(jobs.is_array());
   int images = 0;
   for (const auto& j : jobs) images += j.value("name", "") == "image";
-  EXPECT_EQ(images, 1);
+  EXPECT_EQ(images, 0);
   WriteFile("go", "");
   ASSERT_TRUE(WaitForState(first, "Succeeded"));
 }
