@@ -149,11 +149,12 @@ void JobManager::SealEvidence(Job& job) {
   // holds the job's events as recorded.
   if (HasUnrecordedEnd(job.rec.id)) return;
   job.sealing_evidence = true;
-  auto submit = ReadFile(home_.blob(job.rec.evidence_submit));
+  // The events are one indexed query on the loop's connection; the submit
+  // part (a file that may be large with many code files) is read off it.
   auto events = store_->LoadEvents(job.rec.id, 0, 1'000'000);
   CapsuleInputs in = Gather(home_, options_, job.rec, job.attempts, job.spec,
-                            events.ok() ? std::move(*events) : std::vector<store::EventRecord>{},
-                            submit.ok() ? *submit : "");
+                            events.ok() ? std::move(*events) : std::vector<store::EventRecord>{}, "");
+  const fs::path submit_blob = home_.blob(job.rec.evidence_submit);
   fs::path venv_marker, ray_info;
   if (!job.spec.runtime.pip.empty() && job.rec.attempt > 0) {
     venv_marker = home_.attempt_dir(job.rec.id, job.rec.attempt) / "requirements.txt.venv";
@@ -161,8 +162,9 @@ void JobManager::SealEvidence(Job& job) {
   if (job.spec.run.workload_kind == spec::WorkloadKind::kRayJob && job.rec.attempt > 0) {
     ray_info = home_.attempt_dir(job.rec.id, job.rec.attempt) / "ray.json";
   }
-  RunInBackground([this, id = job.rec.id, in = std::move(in), venv_marker, ray_info, root = home_.root(),
+  RunInBackground([this, id = job.rec.id, in = std::move(in), submit_blob, venv_marker, ray_info, root = home_.root(),
                    before_write = options_.before_capsule_write]() mutable -> std::function<void()> {
+    if (auto submit = ReadFile(submit_blob); submit.ok()) in.submit_json = std::move(*submit);
     // The Python environment the last attempt ran in: its runtime.pip
     // environment, else for a local rayjob the one Ray runs in.
     std::string python;
