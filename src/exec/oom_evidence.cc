@@ -2,18 +2,33 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
-#include <fstream>
+#include <cstdlib>
 #include <string_view>
+
+#include "exec/proc_file.h"
 
 namespace tau::exec {
 
 std::optional<int64_t> ReadOomKillCount(const std::filesystem::path& vmstat) {
-  std::ifstream in(vmstat);
-  std::string key;
-  int64_t value = 0;
-  while (in >> key >> value) {
-    if (key == "oom_kill") return value;
+  // Read at every attempt's start on the control loop: one read(2), no
+  // stream parsing of the other ~180 counters.
+  auto text = ReadProcFile(vmstat.string(), 64 * 1024);
+  if (!text) return std::nullopt;
+  const std::string_view key = "oom_kill ";
+  for (size_t at = 0; at < text->size();) {
+    const size_t eol = std::min(text->find('\n', at), text->size());
+    if (text->compare(at, key.size(), key) == 0) {
+      const char* begin = text->c_str() + at + key.size();
+      char* end = nullptr;
+      errno = 0;
+      const long long value = std::strtoll(begin, &end, 10);
+      if (end == begin || errno != 0) return std::nullopt;
+      return int64_t{value};
+    }
+    at = eol + 1;
   }
   return std::nullopt;
 }

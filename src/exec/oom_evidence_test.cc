@@ -16,10 +16,18 @@ TEST(OomEvidenceTest, ReadsTheKernelsOomKillCount) {
   const auto path = std::filesystem::temp_directory_path() / ("tau-vmstat-" + std::to_string(::getpid()));
   std::ofstream(path) << "nr_free_pages 1000\noom_kill 7\npgfault 3\n";
   EXPECT_EQ(ReadOomKillCount(path), 7);
+  std::ofstream(path) << "pgoom_kill 9\nnr_free_pages 1000\noom_kill_x 2\n";  // only the whole key counts
+  EXPECT_EQ(ReadOomKillCount(path), std::nullopt);
   std::ofstream(path) << "nr_free_pages 1000\n";  // a kernel before 4.13
   EXPECT_EQ(ReadOomKillCount(path), std::nullopt);
   std::filesystem::remove(path);
   EXPECT_EQ(ReadOomKillCount(path), std::nullopt);
+}
+
+TEST(OomEvidenceTest, TheLiveKernelsCountIsRead) {
+  // Every kernel since 4.13 has the line; /proc/vmstat is longer than one
+  // read(2) of a small buffer on some, which ReadProcFile handles.
+  EXPECT_TRUE(ReadOomKillCount().has_value());
 }
 
 TEST(OomEvidenceTest, ASigkillWhileTheKernelsOomKillCountRoseIsAnOomKill) {

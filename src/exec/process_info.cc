@@ -4,32 +4,35 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
+
+#include "exec/proc_file.h"
 
 namespace tau::exec {
 
 std::optional<int64_t> ProcessStartTicks(int64_t pid) {
   if (pid <= 0) return std::nullopt;
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  if (!in) return std::nullopt;
-  std::string line;
-  std::getline(in, line);
+  auto stat = ReadProcFile(fmt::format("/proc/{}/stat", pid), 4096);
+  if (!stat) return std::nullopt;
   // The command name (field 2) is in parentheses and may contain spaces.
-  size_t close = line.rfind(')');
+  const size_t close = stat->rfind(')');
   if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
   // Fields after the name start at 3 (state); starttime is field 22.
+  const char* p = stat->c_str() + close + 1;
   for (int i = 3; i <= 22; ++i) {
-    if (!(rest >> field)) return std::nullopt;
+    while (*p == ' ') ++p;
+    if (*p == '\0' || *p == '\n') return std::nullopt;
+    if (i == 22) break;
+    while (*p != ' ' && *p != '\0') ++p;
   }
-  try {
-    return std::stoll(field);
-  } catch (...) {
-    return std::nullopt;
-  }
+  char* end = nullptr;
+  errno = 0;
+  const long long ticks = std::strtoll(p, &end, 10);
+  if (end == p || errno != 0 || (*end != ' ' && *end != '\n' && *end != '\0')) return std::nullopt;
+  return int64_t{ticks};
 }
 
 bool ProcessIsAlive(int64_t pid, int64_t start_ticks) {

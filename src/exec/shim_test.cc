@@ -3,7 +3,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -277,6 +279,31 @@ TEST(ExitStatusTest, AFifoOrLinkInPlaceOfTheStatusIsRefusedWithoutBlocking) {
   EXPECT_TRUE(ReadExitStatus(real).ok());
   EXPECT_FALSE(ReadExitStatus(link).ok());
   std::filesystem::remove_all(dir);
+}
+
+TEST(ProcessInfoTest, AStartTimeIsReadPastANameWithSpacesAndParentheses) {
+  const auto own = ProcessStartTicks(::getpid());
+  ASSERT_TRUE(own.has_value());
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::prctl(PR_SET_NAME, "x) 1 2 (y", 0, 0, 0);
+    (void)!::write(ready[1], "r", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  const auto ticks = ProcessStartTicks(child);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_GE(*ticks, *own) << "a child starts after its parent";
+  EXPECT_EQ(ProcessStartTicks(child), std::nullopt) << "a reaped process has no start time";
 }
 
 TEST(ProcessInfoTest, OwnProcessAndCapacity) {

@@ -335,6 +335,11 @@ Result<std::shared_ptr<const JobView>> JobManager::Submit(const SubmitRequest& r
 
 Result<std::shared_ptr<const JobView>> JobManager::FindRepeatedSubmit(const SubmitRequest& req) {
   if (req.request_id.empty()) return std::shared_ptr<const JobView>();
+  TAU_RETURN_IF_ERROR(CheckRequestId(req.request_id));
+  // Most ids are new: one indexed lookup, and the spec is decoded (on the
+  // loop, which owns the store) only for an id seen before.
+  TAU_ASSIGN_OR_RETURN(auto seen, store_->FindSubmitRequest(req.request_id));
+  if (!seen) return std::shared_ptr<const JobView>();
   TAU_ASSIGN_OR_RETURN(spec::JobSpec spec, DecodeSpec(req.spec_json));
   return FindRepeatedSubmit(req, Sha256Hex(spec::JobSpecToJson(spec)));  // as NewJobRecord has it
 }
