@@ -151,6 +151,7 @@ std::string AssembleCapsule(const CapsuleInputs& in, bool complete) {
                         {"finished_at", TimeToJson(a.finished_at)},
                         {"retry_reason", a.retry_reason},
                         {"resumed_from", a.resumed_from},
+                        {"admission", {{"cluster_queue", a.cluster_queue}, {"flavors", FlavorsToJson(a.flavors)}}},
                         {"resources",
                          {{"workers", in.workers},
                           {"cpus_per_worker", in.cpus_per_worker},

@@ -21,6 +21,15 @@ json OptionalToJson(const std::optional<int64_t>& v) {
   return *v;
 }
 
+json FlavorsToJson(const std::string& flavors) {
+  json out = json::object();
+  for (const auto& pair : Split(flavors, ',')) {
+    const size_t eq = pair.find('=');
+    if (eq != std::string::npos) out[std::string(pair.substr(0, eq))] = std::string(pair.substr(eq + 1));
+  }
+  return out;
+}
+
 json JobToJson(const JobView& v) {
   const store::JobRecord& j = v.job;
   json attempts = json::array();
@@ -37,6 +46,8 @@ json JobToJson(const JobView& v) {
                         {"gpus", gpus},
                         {"retry_reason", a.retry_reason},
                         {"resumed_from", a.resumed_from},
+                        {"cluster_queue", a.cluster_queue},
+                        {"flavors", FlavorsToJson(a.flavors)},
                         {"started_at", TimeToJson(a.started_at)},
                         {"finished_at", TimeToJson(a.finished_at)}});
   }

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <string>
 
 #include "server/state_view.h"
 #include "store/records.h"
@@ -18,5 +19,7 @@ nlohmann::json EventToJson(const store::EventRecord& event);
 nlohmann::json TimeToJson(const std::optional<int64_t>& ms);
 // The value, or null.
 nlohmann::json OptionalToJson(const std::optional<int64_t>& value);
+// An attempt's flavors ("resource=flavor,...") as {"resource": "flavor"}.
+nlohmann::json FlavorsToJson(const std::string& flavors);
 
 }  // namespace tau::server

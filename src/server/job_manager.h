@@ -499,7 +499,9 @@ class JobManager {
   // Tells the executor the job enters its queue for its next attempt
   // (Executor::Prepare); an error is the job's waiting reason.
   Status PrepareAttempt(Job& job);
-  void StartAttempt(Job& job);
+  // `admitted`: the decision that lets it start (its ClusterQueue and
+  // flavors are recorded with the attempt).
+  void StartAttempt(Job& job, const sched::Admission& admitted);
   void FinishAttempt(Job& job, const Result<exec::ExitStatus>& status);
   // Records that `rank` of the current attempt ended with `status`: stops
   // the other ranks on the first failure, and finishes the attempt once

@@ -149,7 +149,7 @@ Status JobManager::PrepareAttempt(Job& job) {
   return executor_->Prepare(plan);
 }
 
-void JobManager::StartAttempt(Job& job) {
+void JobManager::StartAttempt(Job& job, const sched::Admission& admitted) {
   const int64_t number = job.rec.attempt + 1;
   // Take the job's resources and GPUs.
   job.gpu_indexes = ChooseGpus(job);
@@ -170,6 +170,10 @@ void JobManager::StartAttempt(Job& job) {
   job.resumed_from = ResumePoint(job);
   attempt.retry_reason = job.rec.retry_reason;
   attempt.resumed_from = job.resumed_from;
+  attempt.cluster_queue = admitted.cluster_queue;
+  std::vector<std::string> flavors;
+  for (const auto& [resource, flavor] : admitted.flavors) flavors.push_back(resource + "=" + flavor);
+  attempt.flavors = Join(flavors, ",");
   const std::string chosen_checkpoint = job.rec.resume_from;
   job.rec.resume_from.clear();  // used by this attempt only
   job.rec.retry_at.reset();      // a requeue backoff is over once admitted
@@ -192,10 +196,13 @@ void JobManager::StartAttempt(Job& job) {
     if (st.ok()) st = SaveJob(job);
     if (st.ok()) st = SaveAttempt(job, attempt);
     if (st.ok()) {
-      st = AppendEvent(job, "Admitted", "",
-                       job.resumed_from.empty()
-                           ? fmt::format("attempt {}", number)
-                           : fmt::format("attempt {}, resuming from {}", number, job.resumed_from));
+      std::string message = fmt::format("attempt {}", number);
+      if (!job.resumed_from.empty()) message += fmt::format(", resuming from {}", job.resumed_from);
+      if (!attempt.cluster_queue.empty()) {
+        message += fmt::format("; by ClusterQueue {}", attempt.cluster_queue);
+        if (!flavors.empty()) message += fmt::format(" ({})", Join(flavors, ", "));
+      }
+      st = AppendEvent(job, "Admitted", "", message);
     }
     if (st.ok()) st = txn->Commit();
     if (!st.ok()) {

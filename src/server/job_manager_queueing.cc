@@ -551,7 +551,7 @@ void JobManager::RunAdmission() {
       continue;
     }
     free -= job.request;
-    StartAttempt(job);
+    StartAttempt(job, a);
   }
   // Keep the sampled usage across restarts, once per sample.
   if (auto history = admission_->FairSharingHistory();

@@ -50,6 +50,26 @@ TEST_F(JobManagerTest, SubmitStartsAndAnExitEndsTheJob) {
   EXPECT_EQ(View(id)->job.reason, "Completed");
 }
 
+TEST_F(JobManagerTest, AnAttemptRecordsTheClusterQueueAndFlavorsThatAdmittedIt) {
+  FakeExecutor runner;
+  auto jobs = Manager(&runner);
+  auto job = jobs->Submit(Request(kJob));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const std::string id = (*job)->job.id;
+  auto view = View(id);
+  ASSERT_EQ(view->attempts.size(), 1u);
+  const store::AttemptRecord& a = view->attempts[0];
+  EXPECT_FALSE(a.cluster_queue.empty()) << "the embedded engine names its ClusterQueue";
+  EXPECT_THAT(a.flavors, HasSubstr("cpu="));
+  EXPECT_TRUE(HasEvent(id, "Admitted", "attempt 1; by ClusterQueue " + a.cluster_queue + " (cpu="));
+  // Kept in the database: a restarted daemon reads the same.
+  auto stored = store_->LoadAttemptsOf({id});
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].cluster_queue, a.cluster_queue);
+  EXPECT_EQ((*stored)[0].flavors, a.flavors);
+}
+
 TEST_F(JobManagerTest, ASubmitSentAgainWithItsRequestIdCreatesNoSecondJob) {
   FakeExecutor runner;
   std::string id;

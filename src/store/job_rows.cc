@@ -77,6 +77,8 @@ Result<AttemptRecord> ReadAttemptRow(Statement& st) {
   a.retry_reason = st.Text(12);
   a.resumed_from = st.Text(13);
   a.peak_rss_kb = st.Int(14);
+  a.cluster_queue = st.Text(15);
+  a.flavors = st.Text(16);
   return a;
 }
 

@@ -21,7 +21,7 @@ inline constexpr char kJobColumns[] =
 
 inline constexpr char kAttemptColumns[] =
     "job_id, number, state, reason, exit_code, signal, shim_pid, shim_start_ticks, gpus, started_at, "
-    "finished_at, pinned_cpus, retry_reason, resumed_from, peak_rss_kb";
+    "finished_at, pinned_cpus, retry_reason, resumed_from, peak_rss_kb, cluster_queue, flavors";
 
 // The states a job ends in, as an SQL list: "('Succeeded','Failed','Cancelled')".
 inline constexpr char kTerminalStatesSql[] = "('Succeeded','Failed','Cancelled')";

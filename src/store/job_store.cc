@@ -109,18 +109,20 @@ Status JobStore::UpsertAttempt(const AttemptRecord& a) {
       Statement st,
       db_->Prepare("INSERT INTO attempts (job_id, number, state, reason, exit_code, signal, shim_pid, "
                    "shim_start_ticks, gpus, started_at, finished_at, pinned_cpus, retry_reason, resumed_from, "
-                   "peak_rss_kb) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                   "peak_rss_kb, cluster_queue, flavors) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
                    "ON CONFLICT(job_id, number) DO UPDATE SET state=excluded.state, "
                    "reason=excluded.reason, exit_code=excluded.exit_code, signal=excluded.signal, "
                    "shim_pid=excluded.shim_pid, shim_start_ticks=excluded.shim_start_ticks, "
                    "gpus=excluded.gpus, started_at=excluded.started_at, "
                    "finished_at=excluded.finished_at, pinned_cpus=excluded.pinned_cpus, "
                    "retry_reason=excluded.retry_reason, resumed_from=excluded.resumed_from, "
-                   "peak_rss_kb=excluded.peak_rss_kb"));
+                   "peak_rss_kb=excluded.peak_rss_kb, cluster_queue=excluded.cluster_queue, "
+                   "flavors=excluded.flavors"));
   st.Bind(1, a.job_id).Bind(2, a.number).Bind(3, AttemptStateName(a.state)).Bind(4, a.reason)
       .Bind(5, a.exit_code).Bind(6, a.signal).Bind(7, a.shim_pid).Bind(8, a.shim_start_ticks)
       .Bind(9, a.gpus).Bind(10, a.started_at).Bind(11, a.finished_at).Bind(12, a.pinned_cpus)
-      .Bind(13, a.retry_reason).Bind(14, a.resumed_from).Bind(15, a.peak_rss_kb);
+      .Bind(13, a.retry_reason).Bind(14, a.resumed_from).Bind(15, a.peak_rss_kb)
+      .Bind(16, a.cluster_queue).Bind(17, a.flavors);
   return st.Run();
 }
 

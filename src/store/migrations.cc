@@ -158,6 +158,12 @@ CREATE INDEX jobs_by_state_queue ON jobs(state, workspace, queue);
 CREATE INDEX submit_requests_by_job ON submit_requests(job_id);
 CREATE INDEX submit_requests_by_age ON submit_requests(created_at);
 )sql",
+    // 14: what admitted each attempt (its ClusterQueue and flavors), for
+    // the evidence and the API.
+    R"sql(
+ALTER TABLE attempts ADD COLUMN cluster_queue TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN flavors TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 }  // namespace

@@ -101,6 +101,10 @@ struct AttemptRecord {
   std::string retry_reason;
   std::string resumed_from;
   int64_t peak_rss_kb = 0;  // the largest peak RSS of its ranks (0: unknown)
+  // What admitted it: the ClusterQueue and the flavor of each resource
+  // ("resource=flavor" comma-separated, by resource name).
+  std::string cluster_queue;
+  std::string flavors;
 };
 
 // A submit's client-chosen request id and the job it created
