@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "common/quantity.h"
 #include "server/kubernetes/attempt_objects.h"
@@ -36,6 +37,17 @@ std::optional<kubernetes::AttemptOfName> OwnerOf(const json& workload) {
     if (auto parsed = kubernetes::ParseAttemptObjectName(owner.value("name", ""))) return parsed;
   }
   return std::nullopt;
+}
+
+// The time Kueue orders a pending Workload by: its creation, unless it was
+// evicted for PodsReadyTimeout (then requeued at its eviction, Kueue's
+// default requeuingTimestamp: Eviction).
+std::string QueuedAt(const json& workload) {
+  const json* evicted = ConditionOf(workload, "Evicted");
+  if (evicted && IsTrue(evicted) && evicted->value("reason", "") == "PodsReadyTimeout") {
+    return evicted->value("lastTransitionTime", "");
+  }
+  return workload["metadata"].value("creationTimestamp", "");
 }
 
 bool Admitted(const json& workload) {
@@ -184,7 +196,8 @@ std::optional<sched::PendingInfo> KueueAdmission::Why(const std::string& id) con
   }
   const json* reserved = ConditionOf(*workload, "QuotaReserved");
   if (reserved && !IsTrue(reserved)) {
-    return sched::PendingInfo{reserved->value("reason", "Pending"), reserved->value("message", ""), 0};
+    return sched::PendingInfo{reserved->value("reason", "Pending"), reserved->value("message", ""),
+                              PositionOf(kube::ObjectKey(*workload))};
   }
   if (Admitted(*workload)) return sched::PendingInfo{"Admitted", "Kueue admitted it; starting", 0};
   return sched::PendingInfo{"Pending", "Kueue has not decided on it yet", 0};
@@ -207,11 +220,37 @@ std::optional<Admission::Usage> KueueAdmission::ClusterQueueUsage(const std::str
   return usage;
 }
 
+int KueueAdmission::PositionOf(const std::string& key) const {
+  if (positions_dirty_) {
+    // Rebuilt once per batch of changes, not per question.
+    positions_.clear();
+    std::map<std::string, std::vector<std::pair<const std::string*, const QueueEntry*>>> by_cluster_queue;
+    for (const auto& [k, entry] : queue_entries_) {
+      if (!entry.pending) continue;
+      auto lq = local_queues_.find(entry.local_queue);
+      if (lq != local_queues_.end()) by_cluster_queue[lq->second].emplace_back(&k, &entry);
+    }
+    for (auto& [cq, entries] : by_cluster_queue) {
+      std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+        if (a.second->priority != b.second->priority) return a.second->priority > b.second->priority;
+        if (a.second->queued_at != b.second->queued_at) return a.second->queued_at < b.second->queued_at;
+        return *a.first < *b.first;
+      });
+      for (size_t i = 0; i < entries.size(); ++i) positions_[*entries[i].first] = static_cast<int>(i + 1);
+    }
+    positions_dirty_ = false;
+  }
+  auto it = positions_.find(key);
+  return it == positions_.end() ? 0 : it->second;
+}
+
 void KueueAdmission::OnWorkload(kube::ReflectorEventType type, const json& workload) {
   if (type == kube::ReflectorEventType::kSynced) return;
   const std::string key = kube::ObjectKey(workload);
   auto owner = OwnerOf(workload);
+  positions_dirty_ = true;
   if (type == kube::ReflectorEventType::kDeleted) {
+    queue_entries_.erase(key);
     workloads_.erase(key);
     if (owner) {
       auto job = by_job_.find(owner->job_id);
@@ -222,7 +261,15 @@ void KueueAdmission::OnWorkload(kube::ReflectorEventType type, const json& workl
     }
     return;
   }
-  if (!owner) return;  // not a TauGrid job's
+  // Every Workload counts for the places of TauGrid's.
+  QueueEntry& entry = queue_entries_[key];
+  const json& spec = workload.value("spec", json::object());
+  entry.local_queue = workload["metadata"].value("namespace", "") + "/" + spec.value("queueName", "");
+  entry.priority = spec.contains("priority") && spec["priority"].is_number_integer() ? spec["priority"].get<int64_t>() : 0;
+  entry.queued_at = QueuedAt(workload);
+  entry.pending = !IsTrue(ConditionOf(workload, "QuotaReserved")) && !IsTrue(ConditionOf(workload, "Finished")) &&
+                  spec.value("active", true);
+  if (!owner) return;  // not a TauGrid job's: only its place is kept
   workloads_[key] = workload;
   by_job_[owner->job_id][owner->attempt] = key;
 }
@@ -233,10 +280,11 @@ void KueueAdmission::OnLocalQueue(kube::ReflectorEventType type, const json& loc
     return;
   }
   const std::string key = kube::ObjectKey(local_queue);
+  positions_dirty_ = true;
   if (type == kube::ReflectorEventType::kDeleted) {
     local_queues_.erase(key);
   } else {
-    local_queues_.insert(key);
+    local_queues_[key] = local_queue.value("spec", json::object()).value("clusterQueue", "");
   }
 }
 

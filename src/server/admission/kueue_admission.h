@@ -49,7 +49,11 @@ class KueueAdmission final : public Admission {
   // whose quota reservation it took back: reason the condition's reason,
   // by Kueue's message.
   std::vector<sched::Eviction> TakeEvictions() override;
-  // Kueue's words: the QuotaReserved=False condition's reason and message.
+  // Kueue's words: the QuotaReserved=False condition's reason and message,
+  // and the place of the job's Workload among the pending Workloads of its
+  // ClusterQueue (every Workload, TauGrid's or not) in Kueue's order:
+  // higher priority first, then earlier queue time (creation, or the
+  // eviction of one evicted for PodsReadyTimeout), then name.
   std::optional<sched::PendingInfo> Why(const std::string& id) const override;
   std::vector<std::string> QuotaHolders(const std::string&) const override { return {}; }
   std::optional<Usage> ClusterQueueUsage(const std::string& cluster_queue,
@@ -83,7 +87,20 @@ class KueueAdmission final : public Admission {
   // Workloads by "namespace/name", and by job id -> attempt -> key.
   std::map<std::string, nlohmann::json> workloads_;
   std::map<std::string, std::map<int64_t, std::string>> by_job_;
-  std::set<std::string> local_queues_;  // "namespace/name"
+  // What ordering needs of every Workload of the cluster, by "namespace/name".
+  struct QueueEntry {
+    std::string local_queue;  // "namespace/name"
+    int64_t priority = 0;
+    std::string queued_at;    // RFC 3339 (UTC, so it orders as text)
+    bool pending = false;     // no quota reserved, not finished, active
+  };
+  std::map<std::string, QueueEntry> queue_entries_;
+  // The 1-based place of the Workload `key` among its ClusterQueue's
+  // pending ones; 0 when it is not pending or its ClusterQueue is unknown.
+  int PositionOf(const std::string& key) const;
+  mutable std::map<std::string, int> positions_;
+  mutable bool positions_dirty_ = true;
+  std::map<std::string, std::string> local_queues_;  // "namespace/name" -> its ClusterQueue
   bool local_queues_synced_ = false;
   std::map<std::string, nlohmann::json> cluster_queues_;  // by name
 };

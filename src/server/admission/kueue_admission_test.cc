@@ -173,5 +173,63 @@ TEST_F(KueueAdmissionTest, AClusterQueuesUsageIsKueuesFlavorsUsage) {
   EXPECT_FALSE(admission_.ClusterQueueUsage("cpu", {"h100", "nvidia.com/gpu"}).has_value());
 }
 
+// A pending Workload of another owner (not a TauGrid job) in `queue`.
+json Foreign(const std::string& name, const std::string& queue, int64_t priority, const std::string& created,
+             json conditions = json::array({Cond("QuotaReserved", "False", "Pending", "waiting")})) {
+  return {{"metadata", {{"name", name}, {"namespace", "default"}, {"creationTimestamp", created}}},
+          {"spec", {{"queueName", queue}, {"priority", priority}}},
+          {"status", {{"conditions", conditions}}}};
+}
+
+json LocalQueue(const std::string& name, const std::string& cluster_queue) {
+  return {{"metadata", {{"name", name}, {"namespace", "default"}}}, {"spec", {{"clusterQueue", cluster_queue}}}};
+}
+
+TEST_F(KueueAdmissionTest, AWaitingJobsPlaceIsItsWorkloadsInKueuesOrderAmongItsClusterQueuesPendingOnes) {
+  admission_.OnLocalQueue(ReflectorEventType::kAdded, LocalQueue("team", "gpus"));
+  admission_.OnLocalQueue(ReflectorEventType::kAdded, LocalQueue("other", "gpus"));
+  admission_.OnLocalQueue(ReflectorEventType::kAdded, LocalQueue("elsewhere", "cpus"));
+  admission_.OnLocalQueue(ReflectorEventType::kSynced, json::object());
+  ASSERT_TRUE(admission_.Enqueue(Job()).ok());
+  json mine = Workload(1, json::array({Cond("QuotaReserved", "False", "Pending", "insufficient quota")}));
+  mine["metadata"]["creationTimestamp"] = "2026-12-06T10:00:05Z";
+  mine["spec"] = {{"queueName", "team"}, {"priority", 10}};
+  admission_.OnWorkload(ReflectorEventType::kAdded, mine);
+  EXPECT_EQ(admission_.Why(kId)->position, 1) << "alone in its ClusterQueue";
+
+  // Ahead: a higher priority from another LocalQueue of the same
+  // ClusterQueue, and an older one of the same priority.
+  admission_.OnWorkload(ReflectorEventType::kAdded, Foreign("urgent", "other", 100, "2026-12-06T10:00:09Z"));
+  admission_.OnWorkload(ReflectorEventType::kAdded, Foreign("older", "team", 10, "2026-12-06T10:00:01Z"));
+  // Not ahead: younger, lower priority, another ClusterQueue, admitted,
+  // finished, deactivated.
+  admission_.OnWorkload(ReflectorEventType::kAdded, Foreign("younger", "team", 10, "2026-12-06T10:00:07Z"));
+  admission_.OnWorkload(ReflectorEventType::kAdded, Foreign("low", "team", 1, "2026-12-06T09:00:00Z"));
+  admission_.OnWorkload(ReflectorEventType::kAdded, Foreign("cpu", "elsewhere", 100, "2026-12-06T09:00:00Z"));
+  admission_.OnWorkload(ReflectorEventType::kAdded, Foreign("running", "team", 100, "2026-12-06T09:00:00Z",
+                                                            json::array({Cond("QuotaReserved", "True")})));
+  admission_.OnWorkload(ReflectorEventType::kAdded, Foreign("done", "team", 100, "2026-12-06T09:00:00Z",
+                                                            json::array({Cond("Finished", "True")})));
+  json inactive = Foreign("inactive", "team", 100, "2026-12-06T09:00:00Z");
+  inactive["spec"]["active"] = false;
+  admission_.OnWorkload(ReflectorEventType::kAdded, inactive);
+  auto why = admission_.Why(kId);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->position, 3);
+  EXPECT_EQ(why->message, "insufficient quota") << "Kueue's own words; the job code adds the place";
+
+  // One ahead is admitted, one removed: the job moves up.
+  admission_.OnWorkload(ReflectorEventType::kModified, Foreign("urgent", "other", 100, "2026-12-06T10:00:09Z",
+                                                               json::array({Cond("QuotaReserved", "True")})));
+  admission_.OnWorkload(ReflectorEventType::kDeleted, Foreign("older", "team", 10, "2026-12-06T10:00:01Z"));
+  EXPECT_EQ(admission_.Why(kId)->position, 1);
+
+  // Requeued after a PodsReadyTimeout eviction: behind the younger one.
+  mine["status"]["conditions"].push_back(
+      {{"type", "Evicted"}, {"status", "True"}, {"reason", "PodsReadyTimeout"}, {"lastTransitionTime", "2026-12-06T10:01:00Z"}});
+  admission_.OnWorkload(ReflectorEventType::kModified, mine);
+  EXPECT_EQ(admission_.Why(kId)->position, 2);
+}
+
 }  // namespace
 }  // namespace tau::server
