@@ -338,13 +338,15 @@ int Main(int argc, char** argv) {
   start_cmd->add_option("--listen", listen,
                         "ADDR:PORT to listen on, e.g. 0.0.0.0:38123 for a Prometheus elsewhere; kept for later starts "
                         "(default: the last one, else a free port of 127.0.0.1)");
-  std::string backend, kubeconfig, kube_context, checkpoint_pvc;
+  std::string backend, kubeconfig, kube_context;
+  std::vector<std::string> checkpoint_pvcs;
   start_cmd->add_option("--backend", backend, "Where jobs run: local (default) or kubernetes")
       ->check(CLI::IsMember({"local", "kubernetes"}));
   start_cmd->add_option("--kubeconfig", kubeconfig, "With --backend kubernetes: the cluster's kubeconfig");
   start_cmd->add_option("--context", kube_context, "With --backend kubernetes: the kubeconfig context");
-  start_cmd->add_option("--checkpoint-pvc", checkpoint_pvc,
-                        "With --backend kubernetes: the PersistentVolumeClaim checkpoints are kept on");
+  start_cmd->add_option("--checkpoint-pvc", checkpoint_pvcs,
+                        "With --backend kubernetes: the PersistentVolumeClaim checkpoints are kept on, NAME for every "
+                        "workspace or WORKSPACE=NAME for one (repeatable)");
   start_cmd->callback([&] {
     std::vector<std::string> daemon_args;
     if (!backend.empty()) daemon_args.insert(daemon_args.end(), {"--backend", backend});
@@ -354,7 +356,7 @@ int Main(int argc, char** argv) {
       daemon_args.insert(daemon_args.end(), {"--kubeconfig", ec ? kubeconfig : absolute.string()});
     }
     if (!kube_context.empty()) daemon_args.insert(daemon_args.end(), {"--context", kube_context});
-    if (!checkpoint_pvc.empty()) daemon_args.insert(daemon_args.end(), {"--checkpoint-pvc", checkpoint_pvc});
+    for (const std::string& pvc : checkpoint_pvcs) daemon_args.insert(daemon_args.end(), {"--checkpoint-pvc", pvc});
     exit_code = RunServerStart(foreground, listen, daemon_args);
   });
   server_cmd->add_subcommand("stop", "Stop taugridd; running jobs keep running")->callback([&] {

@@ -46,7 +46,7 @@ bool ParseHistoryKeep(const std::string& v, std::optional<int64_t>* out) {
                        "                [--progress-stall-after DURATION] [--ray PROGRAM] [--history-keep N|all]\n"
                        "                [--max-streams N] [--gpu-temp-warn CELSIUS] [--gpu-temp-fatal CELSIUS]\n"
                        "                [--backend local|kubernetes] [--kubeconfig PATH]\n"
-                       "                [--context NAME] [--checkpoint-pvc NAME] [--pod-annotation KEY=VALUE]...\n"
+                       "                [--context NAME] [--checkpoint-pvc [WORKSPACE=]NAME]... [--pod-annotation KEY=VALUE]...\n"
                        "       taugridd --version\n",
                why.c_str());
   std::exit(2);
@@ -144,7 +144,22 @@ DaemonFlags ParseDaemonFlags(int argc, char** argv) {
     } else if (a == "--context") {
       f.kube_context = value();
     } else if (a == "--checkpoint-pvc") {
-      f.checkpoint_pvc = value();
+      // NAME for every workspace, WORKSPACE=NAME for one.
+      std::string v = value();
+      const size_t eq = v.find('=');
+      const std::string claim = eq == std::string::npos ? v : v.substr(eq + 1);
+      if (!CheckDns1123Subdomain(claim).ok()) {
+        Usage(fmt::format("--checkpoint-pvc {}: \"{}\" is not the name of a PersistentVolumeClaim (a DNS-1123 "
+                          "subdomain); give NAME, or WORKSPACE=NAME for one workspace",
+                          v, claim));
+      }
+      if (eq == std::string::npos) {
+        f.checkpoint_pvc = claim;
+      } else if (eq == 0 || !CheckDns1123Label(v.substr(0, eq)).ok()) {
+        Usage(fmt::format("--checkpoint-pvc {}: \"{}\" is not a workspace (a namespace name)", v, v.substr(0, eq)));
+      } else {
+        f.checkpoint_pvcs[v.substr(0, eq)] = claim;
+      }
     } else if (a == "--pod-annotation") {
       std::string v = value();
       const size_t eq = v.find('=');
@@ -168,11 +183,8 @@ DaemonFlags ParseDaemonFlags(int argc, char** argv) {
                       f.gpu_temp_warn_c));
   }
   if (f.backend != "kubernetes" && (!f.kubeconfig.empty() || !f.kube_context.empty() || !f.checkpoint_pvc.empty() ||
-                                    !f.pod_annotations.empty())) {
+                                    !f.checkpoint_pvcs.empty() || !f.pod_annotations.empty())) {
     Usage("--kubeconfig, --context, --checkpoint-pvc and --pod-annotation go with --backend kubernetes");
-  }
-  if (!f.checkpoint_pvc.empty() && !CheckDns1123Subdomain(f.checkpoint_pvc).ok()) {
-    Usage("--checkpoint-pvc is the name of a PersistentVolumeClaim (a DNS-1123 subdomain)");
   }
   return f;
 }

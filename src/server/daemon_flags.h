@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,7 +42,8 @@ struct DaemonFlags {
   std::string backend = "local";  // local | kubernetes
   std::string kubeconfig;         // "": in-cluster configuration
   std::string kube_context;       // "": the kubeconfig's current-context
-  std::string checkpoint_pvc;     // the checkpoints' PersistentVolumeClaim on Kubernetes
+  std::string checkpoint_pvc;     // the checkpoints' PersistentVolumeClaim on Kubernetes (every workspace)
+  std::map<std::string, std::string> checkpoint_pvcs;  // --checkpoint-pvc WORKSPACE=NAME: one workspace's
   std::vector<std::pair<std::string, std::string>> pod_annotations;  // --pod-annotation KEY=VALUE
 };
 

@@ -1,7 +1,7 @@
 // taugridd: the embedded control plane (docs/server.md).
 //
 //   taugridd [--home DIR] [--listen ADDR:PORT | --port N] [--log-format logfmt|json] [--log-level L]
-//            [--backend local|kubernetes [--kubeconfig PATH [--context NAME]] [--checkpoint-pvc NAME]
+//            [--backend local|kubernetes [--kubeconfig PATH [--context NAME]] [--checkpoint-pvc [WORKSPACE=]NAME]...
 //             [--pod-annotation KEY=VALUE]...]
 //   taugridd --version
 //
@@ -396,7 +396,7 @@ int Main(int argc, char** argv) {
   std::unique_ptr<KueueAdmission> kueue;
   if (on_cluster) {
     kube_api = std::make_unique<kubernetes::KubeClientApi>(kube_client.get());
-    auto made = std::make_unique<KubeExecutor>(kube_api.get(), kubernetes::BackendSettings{flags.checkpoint_pvc, flags.pod_annotations},
+    auto made = std::make_unique<KubeExecutor>(kube_api.get(), kubernetes::BackendSettings{flags.checkpoint_pvc, flags.pod_annotations, flags.checkpoint_pvcs},
                                                on_rank_end);
     kube_executor = made.get();
     executor = std::move(made);

@@ -65,6 +65,29 @@ json Unpacking(const json& command) {
   return wrapped;
 }
 
+// A Ray pod's first container: it unpacks the snapshot into the work
+// folder its Ray container shares, before `ray start` (which KubeRay
+// writes into the Ray container's command, so that one is left alone).
+// It also makes the job's checkpoint folder on the volume.
+json UnpackingInit(const json& ray_container, const std::string& checkpoint_dir) {
+  return {{"name", "tau-code"},
+          {"image", ray_container.value("image", "")},
+          {"command", json::array({"/bin/sh", "-c",
+                                   fmt::format("set -e; mkdir -p {work} {checkpoints}; tar -xf {code}/{key} -C {work}",
+                                               fmt::arg("work", kWorkDir), fmt::arg("checkpoints", checkpoint_dir),
+                                               fmt::arg("code", kCodeMount), fmt::arg("key", kSnapshotKey))})},
+          {"volumeMounts", json::array({{{"name", "code"}, {"mountPath", kCodeMount}, {"readOnly", true}},
+                                        {{"name", "work"}, {"mountPath", kWorkDir}},
+                                        {{"name", "checkpoints"}, {"mountPath", kCheckpointMount}}})}};
+}
+
+bool HasEnv(const json& container, const std::string& name) {
+  for (const json& e : container.value("env", json::array())) {
+    if (e.value("name", "") == name) return true;
+  }
+  return false;
+}
+
 json Metadata(const std::string& name, const std::string& namespace_, const json& labels) {
   return {{"name", name}, {"namespace", namespace_}, {"labels", labels}};
 }
@@ -162,24 +185,34 @@ Result<AttemptObjects> BuildAttemptObjects(const AttemptPlan& plan, const std::s
       }
       container["volumeMounts"] = json::array({{{"name", "checkpoints"}, {"mountPath", kCheckpointMount}},
                                                {{"name", "outputs"}, {"mountPath", kOutputDir}}});
+      container["volumeMounts"].push_back({{"name", "work"}, {"mountPath", kWorkDir}});
       if (!ray) {
         container["volumeMounts"].push_back({{"name", "code"}, {"mountPath", kCodeMount}, {"readOnly", true}});
-        container["volumeMounts"].push_back({{"name", "work"}, {"mountPath", kWorkDir}});
         container["workingDir"] = kWorkDir;
         container["command"] = Unpacking(container["command"]);
+      } else {
+        // The driver runs in the work folder (the entrypoint changes to
+        // it); tasks on any node import the job's modules from it.
+        container["workingDir"] = kWorkDir;
+        if (!HasEnv(container, "PYTHONPATH")) container["env"].push_back({{"name", "PYTHONPATH"}, {"value", kWorkDir}});
       }
     }
+    if (ray && !pod["containers"].empty()) pod["initContainers"] = json::array({UnpackingInit(pod["containers"][0], checkpoint_dir)});
+    const std::string& claim = settings.CheckpointClaimOf(spec.workspace);
     pod["volumes"] = json::array(
-        {settings.checkpoint_pvc.empty()
-             ? json{{"name", "checkpoints"}, {"emptyDir", json::object()}}
-             : json{{"name", "checkpoints"}, {"persistentVolumeClaim", {{"claimName", settings.checkpoint_pvc}}}},
+        {claim.empty() ? json{{"name", "checkpoints"}, {"emptyDir", json::object()}}
+                       : json{{"name", "checkpoints"}, {"persistentVolumeClaim", {{"claimName", claim}}}},
          {{"name", "outputs"}, {"emptyDir", json::object()}}});
-    if (!ray) {
-      pod["volumes"].push_back({{"name", "code"}, {"configMap", {{"name", code_name}}}});
-      pod["volumes"].push_back({{"name", "work"}, {"emptyDir", json::object()}});
-    }
+    pod["volumes"].push_back({{"name", "code"}, {"configMap", {{"name", code_name}}}});
+    pod["volumes"].push_back({{"name", "work"}, {"emptyDir", json::object()}});
   }
-  if (!ray) {
+  if (ray) {
+    // Ray runs the entrypoint on the head through `ray job submit`, from
+    // the job supervisor's folder: it starts in the unpacked code.
+    json& entrypoint = out.main["spec"]["entrypoint"];
+    entrypoint = fmt::format("cd {} && {}", kWorkDir, entrypoint.get<std::string>());
+  }
+  {
     out.dependents.push_back({{"apiVersion", "v1"},
                               {"kind", "ConfigMap"},
                               {"metadata", Metadata(code_name, spec.workspace, labels)},

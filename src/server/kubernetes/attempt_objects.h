@@ -5,6 +5,7 @@
 // its code snapshot and its checkpoint volume. Pure: no I/O.
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -42,6 +43,14 @@ struct BackendSettings {
   // Annotations every pod of every attempt carries (cluster policy, a
   // simulator's stage timings), as taugridd --pod-annotation KEY=VALUE.
   std::vector<std::pair<std::string, std::string>> pod_annotations;
+  // A claim of its own for some workspaces (taugridd --checkpoint-pvc
+  // WORKSPACE=NAME), in place of checkpoint_pvc.
+  std::map<std::string, std::string> checkpoint_pvc_by_workspace;
+  // The claim of `workspace`'s jobs; "" for an emptyDir.
+  const std::string& CheckpointClaimOf(const std::string& workspace) const {
+    auto it = checkpoint_pvc_by_workspace.find(workspace);
+    return it != checkpoint_pvc_by_workspace.end() ? it->second : checkpoint_pvc;
+  }
 };
 
 // `<job-name>-<id without "j_">-<attempt>`, the job name cut so that the

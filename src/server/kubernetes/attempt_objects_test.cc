@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "spec/load.h"
 
 namespace tau::server::kubernetes {
@@ -132,6 +134,59 @@ TEST(AttemptObjects, AGangGetsItsHeadlessServiceAsADependent) {
   ASSERT_EQ(objects->dependents.size(), 2u);
   EXPECT_EQ(objects->dependents[0]["kind"], "Service");
   EXPECT_EQ(objects->dependents[0]["metadata"]["name"], objects->name);
+}
+
+TEST(AttemptObjects, ARayJobGetsTheCodeUnpackedOnEveryNodeAndItsEntrypointRunsInIt) {
+  auto objects = BuildAttemptObjects(
+      Plan("name: r\nrun: {entrypoint: train.py, workload_kind: rayjob}\ncompute: {workers: 2, gpus: 1}\n"),
+      "tar bytes", {"ckpt", {}});
+  ASSERT_TRUE(objects.ok()) << objects.status().ToString();
+  const json& rayjob = objects->main;
+  ASSERT_EQ(rayjob["kind"], "RayJob");
+  EXPECT_EQ(rayjob["spec"]["entrypoint"], "cd /tau/work && python3 train.py");
+  const json& cluster = rayjob["spec"]["rayClusterSpec"];
+  std::vector<const json*> pods = {&cluster["headGroupSpec"]["template"]["spec"],
+                                   &cluster["workerGroupSpecs"][0]["template"]["spec"]};
+  for (const json* pod : pods) {
+    ASSERT_EQ((*pod)["initContainers"].size(), 1u) << pod->dump();
+    const json& init = (*pod)["initContainers"][0];
+    EXPECT_EQ(init["image"], (*pod)["containers"][0]["image"]) << "the job's image unpacks its code";
+    EXPECT_THAT(init["command"][2].get<std::string>(), HasSubstr("tar -xf /tau/code/code.tar -C /tau/work"));
+    EXPECT_THAT(init["command"][2].get<std::string>(), HasSubstr("mkdir -p /tau/work /tau/checkpoints/j_abcdefgh23"));
+    const json& ray = (*pod)["containers"][0];
+    EXPECT_FALSE(ray.contains("command")) << "KubeRay writes ray start into the Ray container";
+    EXPECT_EQ(ray["workingDir"], "/tau/work");
+    EXPECT_EQ(Env(ray, "PYTHONPATH"), "/tau/work");
+    bool work = false;
+    for (const json& m : ray["volumeMounts"]) work = work || m["mountPath"] == "/tau/work";
+    EXPECT_TRUE(work) << ray["volumeMounts"].dump();
+    std::set<std::string> volumes;
+    for (const json& v : (*pod)["volumes"]) volumes.insert(v["name"].get<std::string>());
+    EXPECT_EQ(volumes, (std::set<std::string>{"checkpoints", "outputs", "code", "work"}));
+  }
+  ASSERT_EQ(objects->dependents.size(), 1u);
+  EXPECT_EQ(objects->dependents[0]["kind"], "ConfigMap");
+  EXPECT_EQ(objects->dependents[0]["binaryData"]["code.tar"], "dGFyIGJ5dGVz");
+}
+
+TEST(AttemptObjects, AWorkspaceWithAClaimOfItsOwnKeepsItsCheckpointsThere) {
+  BackendSettings settings;
+  settings.checkpoint_pvc = "shared";
+  settings.checkpoint_pvc_by_workspace = {{"vision", "vision-ckpt"}};
+  auto claim_of = [&](const std::string& workspace) {
+    auto objects = BuildAttemptObjects(Plan("name: t\nworkspace: " + workspace + "\nrun: {entrypoint: ./run.sh}\n"), "",
+                                       settings);
+    EXPECT_TRUE(objects.ok()) << objects.status().ToString();
+    for (const json& v : objects->main["spec"]["template"]["spec"]["volumes"]) {
+      if (v["name"] == "checkpoints") return v.contains("persistentVolumeClaim") ? v["persistentVolumeClaim"]["claimName"].get<std::string>() : std::string("emptyDir");
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(claim_of("vision"), "vision-ckpt");
+  EXPECT_EQ(claim_of("nlp"), "shared");
+  settings.checkpoint_pvc.clear();
+  EXPECT_EQ(claim_of("nlp"), "emptyDir") << "no claim: checkpoints die with the pod";
+  EXPECT_EQ(claim_of("vision"), "vision-ckpt");
 }
 
 }  // namespace
