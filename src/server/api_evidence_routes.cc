@@ -153,7 +153,7 @@ void AddEvidenceRoutes(httplib::Server& server, const ApiContext& ctx) {
     }
     auto request = ctx.loop->Call([&] { return ctx.jobs->ReproduceRequest(id, overrides, command, request_id); });
     if (!request.ok()) return SendError(res, request.error());
-    auto job = SubmitOffLoop(*ctx.loop, *ctx.jobs, *request);
+    auto job = SubmitOffLoop(*ctx.loop, *ctx.jobs, *request, ctx.publisher->Current()->history.get());
     if (!job.ok()) return SendSubmitError(res, job.error());
     SendJson(res, JobToJson(**job), 201);
   });

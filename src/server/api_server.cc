@@ -612,7 +612,8 @@ class ApiServer::Impl {
             "machine's own environment",
             image.get<std::string>()));
       }
-      auto result = SubmitOffLoop(*loop_, *jobs_, submit);
+      auto current = publisher_->Current();
+      auto result = SubmitOffLoop(*loop_, *jobs_, submit, current->history.get());
       if (!result.ok()) return SendSubmitError(res, result.error());
       json reply = JobToJson(**result);
       if (!warnings.empty()) reply["warnings"] = std::move(warnings);

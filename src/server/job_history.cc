@@ -126,6 +126,12 @@ Result<std::vector<store::EventRecord>> JobHistory::LoadEvents(const std::string
   return db->LoadEvents(job_id, after_id, limit);
 }
 
+Result<bool> JobHistory::SubmitRequestSeen(const std::string& request_id) const {
+  TAU_ASSIGN_OR_RETURN(Lease db, Acquire());
+  TAU_ASSIGN_OR_RETURN(auto seen, db->FindSubmitRequest(request_id));
+  return seen.has_value();
+}
+
 Result<std::shared_ptr<const JobView>> JobHistory::ViewOf(store::JobRecord rec,
                                                           std::vector<store::AttemptRecord> attempts) const {
   // A spec this version no longer decodes still lists the job (with the

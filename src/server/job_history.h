@@ -56,6 +56,9 @@ class JobHistory {
   // Events after `after_id` (of one job, or of all when `job_id` is ""),
   // oldest first, at most `limit`: what event streams poll.
   Result<std::vector<store::EventRecord>> LoadEvents(const std::string& job_id, int64_t after_id, int limit) const;
+  // Whether a submit with this request id was committed (an id seen
+  // before; the loop then decides what the repeat gets).
+  Result<bool> SubmitRequestSeen(const std::string& request_id) const;
 
   // Read connections open now (idle or in use), and the most that may be:
   // a reader that finds all of them in use waits for one, so however many

@@ -2,10 +2,16 @@
 
 namespace tau::server {
 
-Result<std::shared_ptr<const JobView>> SubmitOffLoop(ControlLoop& loop, JobManager& jobs, const SubmitRequest& request) {
+Result<std::shared_ptr<const JobView>> SubmitOffLoop(ControlLoop& loop, JobManager& jobs, const SubmitRequest& request,
+                                                     const JobHistory* history) {
   // A submit sent again (its answer was lost) gets its job without a new
   // folder: nothing to unpack, so it is answered on a full disk too.
-  if (!request.request_id.empty()) {
+  bool maybe_seen = !request.request_id.empty();
+  if (maybe_seen && history) {
+    auto seen = history->SubmitRequestSeen(request.request_id);
+    maybe_seen = !seen.ok() || *seen;  // unreadable: the loop looks
+  }
+  if (maybe_seen) {
     auto repeated = loop.Call([&] { return jobs.FindRepeatedSubmit(request); });
     if (!repeated.ok() || *repeated) return repeated;
   }
