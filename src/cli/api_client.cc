@@ -1,6 +1,7 @@
 #include "cli/api_client.h"
 
 #include <fmt/format.h>
+#include <mutex>
 #include <optional>
 
 #include "cli/http_connection.h"
@@ -22,6 +23,27 @@ struct ApiClient::Connection {
 };
 
 namespace {
+
+// The connection that last answered /healthz, and its server's url.
+struct AnsweredConnection {
+  std::mutex mu;
+  std::string url;
+  std::optional<HttpConnection> http;
+};
+AnsweredConnection& Answered() {
+  static AnsweredConnection answered;
+  return answered;
+}
+
+// The /healthz connection to `url`, if one is kept (taken: used once).
+std::optional<HttpConnection> TakeAnsweredConnection(const std::string& url) {
+  AnsweredConnection& a = Answered();
+  std::lock_guard lock(a.mu);
+  if (a.url != url || !a.http) return std::nullopt;
+  std::optional<HttpConnection> taken = std::move(a.http);
+  a.http.reset();
+  return taken;
+}
 
 StatusCode CodeFromName(const std::string& name) {
   for (int c = 0; c <= static_cast<int>(StatusCode::kInternal); ++c) {
@@ -98,6 +120,7 @@ static Result<HttpConnection::Response> Send(const ServerEndpoint& ep, std::opti
                                              std::string_view body, const char* content_type,
                                              ApiClient::Resend resend) {
   const bool safe = resend == ApiClient::Resend::kSafe;
+  if (!conn->has_value()) *conn = TakeAnsweredConnection(ep.url);
   for (int tries = 0; tries < 2; ++tries) {
     if (conn->has_value() && !safe && (*conn)->PeerClosed()) conn->reset();
     bool reused = conn->has_value();
@@ -131,8 +154,15 @@ Result<nlohmann::json> ApiClient::Get(std::string_view path) {
 }
 
 Result<nlohmann::json> ApiClient::Post(std::string_view path, const nlohmann::json& body, Resend resend) {
+  return Post(path, body, resend, nullptr);
+}
+
+Result<nlohmann::json> ApiClient::Post(std::string_view path, const nlohmann::json& body, Resend resend,
+                                       int* http_status) {
+  if (http_status) *http_status = 0;
   std::string text = body.dump();
   TAU_ASSIGN_OR_RETURN(auto res, Send(endpoint_, &connection_->http, "POST", path, text, "application/json", resend));
+  if (http_status) *http_status = res.status;
   return ToJson(res);
 }
 
@@ -164,7 +194,12 @@ bool ServerAnswers(const std::string& url) {
   auto conn = HttpConnection::Open(url, 2000);
   if (!conn.ok()) return false;
   auto res = conn->Request("GET", "/healthz", {}, "", 2000);
-  return res.ok() && res->status == 200;
+  if (!res.ok() || res->status != 200) return false;
+  AnsweredConnection& a = Answered();
+  std::lock_guard lock(a.mu);
+  a.url = url;
+  a.http.emplace(std::move(*conn));
+  return true;
 }
 
 }  // namespace tau::cli

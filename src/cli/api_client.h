@@ -40,6 +40,10 @@ class ApiClient {
   // kept-alive one turns out to be closed.
   Result<nlohmann::json> Get(std::string_view path);
   Result<nlohmann::json> Post(std::string_view path, const nlohmann::json& body, Resend resend = Resend::kNever);
+  // As Post; `*http_status` is set to the answer's HTTP status (0 when
+  // none came), so a caller can act on one the Status does not name
+  // (412: a submit's snapshot is not uploaded yet).
+  Result<nlohmann::json> Post(std::string_view path, const nlohmann::json& body, Resend resend, int* http_status);
   Status Delete(std::string_view path);
   Status PutBlob(std::string_view digest, std::string_view data);
   // GET `path` and hand each chunk of the body to `on_data` as it arrives;
@@ -54,7 +58,9 @@ class ApiClient {
   std::unique_ptr<Connection> connection_;
 };
 
-// Checks /healthz with a short timeout.
+// Checks /healthz with a short timeout. The connection that answered is
+// kept for the next ApiClient of the same url, so a command pays for one
+// connection, not two.
 bool ServerAnswers(const std::string& url);
 
 // "%2F"-style escaping of one URL path or query component.

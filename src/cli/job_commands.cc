@@ -40,6 +40,13 @@ using nlohmann::json;
 
 namespace {
 
+// Whether a refused submit asks for its snapshot: 412, or an older
+// server's 400 that says so.
+bool SnapshotMissing(int http_status, const Status& st) {
+  if (http_status == 412) return true;
+  return st.code() == StatusCode::kFailedPrecondition && st.message().find("has not been uploaded") != std::string::npos;
+}
+
 std::string Age(const json& time) {
   int64_t t = ParseTime(time);
   return t < 0 ? "-" : FormatDurationShort(Duration(NowMs() - t));
@@ -161,9 +168,6 @@ int RunRun(const RunOptions& o) {
   if (!snapshot.ok()) return Fail(snapshot.error());
   auto client = Client();
   if (!client.ok()) return Fail(client.error());
-  if (!client->Get("/api/v1/blobs/" + snapshot->digest).ok()) {
-    if (Status st = client->PutBlob(snapshot->digest, snapshot->blob); !st.ok()) return Fail(st);
-  }
   json body = {{"spec", spec::JobSpecToJsonValue(spec)},
                {"snapshot", snapshot->digest},
                {"submit_command", o.command_line}};
@@ -180,7 +184,15 @@ int RunRun(const RunOptions& o) {
   // The server creates one job per request id, so the submit may be sent
   // again after a lost connection without starting the job twice.
   body["request_id"] = NewRequestId();
-  auto job = client->Post("/api/v1/jobs", body, ApiClient::Resend::kSafe);
+  // Submitted first: the server has the snapshot of most submits (the
+  // same code again), and says 412 when it has not; then it is uploaded
+  // and the same submit (the same request id) sent again.
+  int http_status = 0;
+  auto job = client->Post("/api/v1/jobs", body, ApiClient::Resend::kSafe, &http_status);
+  if (!job.ok() && SnapshotMissing(http_status, job.error())) {
+    if (Status st = client->PutBlob(snapshot->digest, snapshot->blob); !st.ok()) return Fail(st);
+    job = client->Post("/api/v1/jobs", body, ApiClient::Resend::kSafe);
+  }
   if (!job.ok()) return Fail(job.error());
   std::string id = job->value("id", "");
   if (job->contains("warnings")) {

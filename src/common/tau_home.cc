@@ -17,6 +17,15 @@ std::filesystem::path TauHome::DefaultRoot() {
   return std::filesystem::path(user_home && *user_home ? user_home : "/tmp") / ".local/share/taugrid";
 }
 
+bool TauHome::IsBlobDigest(std::string_view digest) {
+  constexpr std::string_view kPrefix = "sha256:";
+  if (digest.size() != kPrefix.size() + 64 || !digest.starts_with(kPrefix)) return false;
+  for (char c : digest.substr(kPrefix.size())) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
 std::filesystem::path TauHome::blob(const std::string& digest) const {
   std::string hex = digest.starts_with("sha256:") ? digest.substr(7) : digest;
   return root_ / "blobs" / "sha256" / hex;

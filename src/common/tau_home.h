@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace tau {
 
@@ -34,6 +35,9 @@ class TauHome {
   std::filesystem::path server_log() const { return root_ / "server.log"; }
   // `digest` is "sha256:HEX".
   std::filesystem::path blob(const std::string& digest) const;
+  // Whether `digest` names a blob: "sha256:" and 64 lowercase hex digits
+  // (anything else, "../x" included, is no path under blobs/).
+  static bool IsBlobDigest(std::string_view digest);
   std::filesystem::path job_dir(const std::string& id) const { return root_ / "jobs" / id; }
   std::filesystem::path code_dir(const std::string& id) const { return job_dir(id) / "code"; }
   std::filesystem::path attempt_dir(const std::string& id, int64_t attempt) const;

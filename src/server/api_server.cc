@@ -599,6 +599,10 @@ class ApiServer::Impl {
       } catch (const json::exception&) {
         return SendError(res, InvalidArgumentError("expected {\"spec\": {...}, \"snapshot\": \"sha256:...\"}"));
       }
+      if (!TauHome::IsBlobDigest(submit.snapshot_digest)) {
+        return SendError(res, InvalidArgumentError(fmt::format("\"snapshot\" is sha256: and 64 hex digits, not \"{}\"",
+                                                               ShortenUtf8(submit.snapshot_digest, 80))));
+      }
       // Everything the answer needs is worked out before the job is
       // committed: once it is, the answer is 201.
       const json& spec = (*body)["spec"];
@@ -614,6 +618,12 @@ class ApiServer::Impl {
       }
       auto current = publisher_->Current();
       auto result = SubmitOffLoop(*loop_, *jobs_, submit, current->history.get());
+      // A snapshot the server lacks: 412, so the client uploads it and
+      // sends the same submit again (one round trip less when it is there).
+      if (std::error_code ec; !result.ok() && result.error().code() == StatusCode::kFailedPrecondition &&
+                              !fs::exists(home_.blob(submit.snapshot_digest), ec)) {
+        return SendError(res, result.error(), {{"missing_snapshot", submit.snapshot_digest}}, 412);
+      }
       if (!result.ok()) return SendSubmitError(res, result.error());
       json reply = JobToJson(**result);
       if (!warnings.empty()) reply["warnings"] = std::move(warnings);

@@ -245,10 +245,15 @@ void JobManager::PublishSoon() {
 Result<PreparedJob> JobManager::PrepareSubmit(const SubmitRequest& req) const {
   PreparedJob prepared;
   TAU_ASSIGN_OR_RETURN(prepared.spec, DecodeSpec(req.spec_json));
+  if (!TauHome::IsBlobDigest(req.snapshot_digest)) {
+    return InvalidArgumentError(fmt::format("the snapshot is named by sha256: and 64 hex digits, not \"{}\"",
+                                            ShortenUtf8(req.snapshot_digest, 80)));
+  }
   std::error_code ec;
   fs::path blob = home_.blob(req.snapshot_digest);
   if (!fs::exists(blob, ec)) {
-    return FailedPreconditionError(fmt::format("snapshot {} has not been uploaded", req.snapshot_digest));
+    return FailedPreconditionError(fmt::format("snapshot {} has not been uploaded (PUT it to /api/v1/blobs/{})",
+                                               req.snapshot_digest, req.snapshot_digest));
   }
   if (options_.max_snapshot_bytes > 0) {
     const auto size = static_cast<int64_t>(fs::file_size(blob, ec));

@@ -241,7 +241,9 @@ void JobManager::StartAttempt(Job& job, const sched::Admission& admitted) {
   // All ranks or none: if one cannot start, the started ones are stopped
   // and the attempt fails with that error once they are gone.
   const int workers = AttemptRanks(job.spec);
-  const int port = FreeLoopbackPort();
+  // Only a rendezvous (a gang, or torchrun) is told a port.
+  const bool rendezvous = !ray && (job.spec.compute.workers > 1 || job.spec.run.launcher == spec::Launcher::kTorchrun);
+  const int port = rendezvous ? FreeLoopbackPort() : 0;
   const RankShare share = AttemptRankShare(job.spec);
   job.ranks.assign(static_cast<size_t>(workers), Job::Rank{});
   job.first_failure.reset();

@@ -565,6 +565,32 @@ TEST_F(ApiTest, ANonStringImageIsRefusedBeforeAnythingIsCommitted) {
   ASSERT_TRUE(WaitForState(first, "Succeeded"));
 }
 
+TEST_F(ApiTest, ASubmitOfCodeNotUploadedIs412AndANameThatIsNoDigestIs400) {
+  const std::string spec =
+      R"({"spec": {"schema_version": 1, "name": "nocode", "run": {"entrypoint": "true", "launcher": "command"},)"
+      R"( "compute": {"cpus": "100m", "memory": "64Mi"}}, "snapshot": ")";
+  const std::string absent = "sha256:" + std::string(64, 'a');
+  Reply missing = Call("POST", "/api/v1/jobs", "", spec + absent + "\"}");
+  EXPECT_JSON_ERROR(missing, 412, "FailedPrecondition");
+  EXPECT_EQ(missing.body["details"].value("missing_snapshot", ""), absent) << missing.body.dump();
+  // Not a digest: no path under blobs/ is looked at, whatever it names.
+  for (const std::string& bad : {std::string("../../../../../../etc/passwd"), std::string("sha256:ABC"),
+                                 "sha256:" + std::string(63, 'a') + "/"}) {
+    Reply r = Call("POST", "/api/v1/jobs", "", spec + bad + "\"}");
+    EXPECT_JSON_ERROR(r, 400, "InvalidArgument");
+    EXPECT_THAT(r.body.value("message", ""), HasSubstr("64 hex digits")) << bad;
+  }
+  // `tau run` of code the daemon has never seen: refused with 412 once,
+  // uploaded, sent again with its request id: one job, which runs.
+  std::string id = Submit(HalfwayJob("fresh", 2, "go", 0));
+  WriteFile("go", "");
+  ASSERT_TRUE(WaitForState(id, "Succeeded"));
+  nlohmann::json jobs = nlohmann::json::parse(Tau({"list", "-o", "json"}).out, nullptr, false);
+  ASSERT_TRUE(jobs.is_array());
+  ASSERT_EQ(jobs.size(), 1u) << jobs.dump();
+  EXPECT_EQ(jobs[0].value("id", ""), id);
+}
+
 TEST_F(ApiTest, UnmatchedPathsShareOneMetricsRoute) {
   for (int i = 0; i < 20; ++i) {
     Call("GET", "/api/v1/zzz-" + std::to_string(i));

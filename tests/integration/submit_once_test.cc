@@ -25,7 +25,8 @@ TEST_F(SubmitOnceTest, ADroppedAnswerToASubmitDoesNotMakeASecondJob) {
   CommandResult r = Tau({"run", spec});
   extra_env_.clear();
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(proxy.submits(), 2) << "tau sends the submit again after the lost answer";
+  ASSERT_GT(proxy.dropped_at(), 0) << "a submit made the job and its answer was dropped";
+  EXPECT_EQ(proxy.submits(), proxy.dropped_at() + 1) << "tau sends the submit again, once, after the lost answer";
   std::string id = r.out.substr(0, r.out.find('\n'));
   CommandResult list = Tau({"list", "-o", "json"});
   nlohmann::json jobs = nlohmann::json::parse(list.out, nullptr, false);

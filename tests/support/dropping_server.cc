@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace tau::testing {
@@ -97,7 +98,7 @@ void DroppingProxy::Relay(int client) {
     ::close(server);
     return;
   }
-  bool drop_answer = false;
+  bool awaiting_submit_answer = false;
   std::string sent;
   while (!listener_.stopping()) {
     pollfd p[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
@@ -109,14 +110,25 @@ void DroppingProxy::Relay(int client) {
       sent.append(buf, static_cast<size_t>(n));
       for (size_t at; (at = sent.find("POST /api/v1/jobs HTTP/1.1")) != std::string::npos;) {
         sent.erase(0, at + 10);
-        if (++submits_ == 1) drop_answer = true;
+        ++submits_;
+        awaiting_submit_answer = true;
       }
       if (::send(server, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n) break;
     }
     if (p[1].revents) {
       ssize_t n = ::recv(server, buf, sizeof buf, 0);
       if (n <= 0) break;
-      if (drop_answer) break;  // the job exists now; its answer is lost
+      if (awaiting_submit_answer) {
+        awaiting_submit_answer = false;
+        // The first submit that made a job: the job exists now; its
+        // answer is lost. (Others, a 412 for a snapshot not uploaded yet
+        // among them, go through.)
+        int none = 0;
+        if (std::string_view(buf, static_cast<size_t>(n)).starts_with("HTTP/1.1 201") &&
+            dropped_at_.compare_exchange_strong(none, submits_.load())) {
+          break;
+        }
+      }
       if (::send(client, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n) break;
     }
   }

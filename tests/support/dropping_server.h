@@ -61,18 +61,22 @@ class DroppingServer {
 };
 
 // Relays one connection at a time to 127.0.0.1:`port`; the answer to the
-// first POST /api/v1/jobs is dropped, with both connections closed.
+// first POST /api/v1/jobs that created a job (201) is dropped, with both
+// connections closed.
 class DroppingProxy {
  public:
   explicit DroppingProxy(int port);
   std::string url() const { return listener_.url(); }
   int submits() const { return submits_; }
+  // Which submit (1, 2, ...) had its answer dropped; 0 while none has.
+  int dropped_at() const { return dropped_at_; }
 
  private:
   void Relay(int client);
 
   int target_port_;
   std::atomic<int> submits_{0};
+  std::atomic<int> dropped_at_{0};
   LoopbackListener listener_;  // last: its thread stops before the rest goes
 };
 
