@@ -315,16 +315,30 @@ TEST_F(KubeBackendTest, ADaemonKilledMidWayAdoptsTheRunningJobWithNoSecondObject
   ASSERT_TRUE(d->Start(kHold)) << d->log();
   std::string running = Submit(*d, "survivor", 4);
   ASSERT_TRUE(Eventually(60, [&] { return d->State("survivor") == "Running"; })) << d->log();
+  // One that waits: 8 GPUs while 4 of the 8 are taken.
+  std::string queued = Submit(*d, "waiter", 8);
+  ASSERT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", queued) == 1; })) << d->log();
+  EXPECT_EQ(d->State("waiter"), "Queued");
   d->Stop(SIGKILL);
   d = std::make_unique<Daemon>(home_);
   ASSERT_TRUE(d->Start(kHold)) << d->log();
   EXPECT_EQ(d->State("survivor"), "Running") << d->log();
   EXPECT_EQ(d->Status("survivor").value("attempt", 0), 1) << "adopted, not started again";
   EXPECT_EQ(ObjectsOf("jobs", running), 1u) << "no duplicate object";
+  EXPECT_EQ(d->State("waiter"), "Queued") << d->log();
+  EXPECT_EQ(ObjectsOf("jobs", queued), 1u) << "the waiting job's suspended Job is adopted, not made again";
+  // The room the first leaves goes to the one that waited, through Kueue.
   auto cancel = d->Tau({"cancel", "survivor"});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_TRUE(Eventually(60, [&] { return d->State("survivor") == "Cancelled"; })) << d->log();
   EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", running) == 0; }));
+  EXPECT_TRUE(Eventually(90, [&] { return d->State("waiter") == "Running"; }))
+      << d->Status("waiter").dump(2) << "\n" << d->log();
+  EXPECT_EQ(d->Status("waiter").value("attempt", 0), 1);
+  EXPECT_EQ(ObjectsOf("jobs", queued), 1u);
+  cancel = d->Tau({"cancel", "waiter"});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_TRUE(Eventually(30, [&] { return ObjectsOf("jobs", queued) == 0; }));
 }
 
 TEST_F(KubeBackendTest, AHigherPriorityJobPreemptsThroughKueueAndTheVictimWaitsAgainUncharged) {
@@ -335,6 +349,11 @@ TEST_F(KubeBackendTest, AHigherPriorityJobPreemptsThroughKueueAndTheVictimWaitsA
   ASSERT_TRUE(d.Start(kHold)) << d.log();
   std::string victim = Submit(d, "victim", 8, "prio-lq", "low");
   ASSERT_TRUE(Eventually(60, [&] { return d.State("victim") == "Running"; })) << d.log();
+  // A checkpoint the victim wrote, where the daemon sees the claim mounted
+  // (TAU_HOME/jobs/ID/checkpoints).
+  const fs::path step = fs::path(home_) / "jobs" / victim / "checkpoints" / "step-0040";
+  fs::create_directories(step);
+  std::ofstream(step / "model.pt") << "weights";
   std::string preemptor = Submit(d, "preemptor", 8, "prio-lq", "high");
   ASSERT_TRUE(Eventually(90, [&] { return d.State("preemptor") == "Running"; }))
       << d.Status("victim").dump(2) << "\n" << d.Status("preemptor").dump(2) << "\n" << d.log();
@@ -349,7 +368,17 @@ TEST_F(KubeBackendTest, AHigherPriorityJobPreemptsThroughKueueAndTheVictimWaitsA
   second.label_selector = "taugrid.io/job-id=" + victim + ",taugrid.io/attempt=2";
   auto next = Cluster::Get()->client().List({"batch", "v1", "jobs", "", "", ""}, second);
   ASSERT_TRUE(next.ok());
-  EXPECT_EQ((*next)["items"].size(), 1u);
+  ASSERT_EQ((*next)["items"].size(), 1u);
+  // ... told to resume from the newest checkpoint, on the claim's path.
+  std::string resume_from;
+  for (const json& c : (*next)["items"][0]["spec"]["template"]["spec"]["containers"]) {
+    for (const json& e : c.value("env", json::array())) {
+      if (e.value("name", "") == "TAU_RESUME_FROM") {
+        resume_from = e.value("value", "");
+      }
+    }
+  }
+  EXPECT_EQ(resume_from, "/tau/checkpoints/" + victim + "/step-0040") << (*next)["items"][0].dump(2);
 
   auto cancel = d.Tau({"cancel", "victim", "preemptor"});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
