@@ -113,11 +113,27 @@ class Cluster : public testing::K8sTestCluster {
         return Status(applied.error().code(), "creating the queues: " + applied.error().ToString());
       }
     }
+    // taugridd acts as the Helm chart's ServiceAccount, with the chart's
+    // RBAC and workspace namespace "default": every verb the chart's Roles
+    // lack fails a test below.
+    daemon_kubeconfig_ = (fs::path(g_work_dir) / "chart-service-account.kubeconfig").string();
+    testing::CommandResult sa = testing::RunCommand({testing::SourcePath("tests/k8s/chart_service_account.sh"),
+                                                     testing::SourcePath(""), dir(), daemon_kubeconfig_, "default"});
+    if (sa.exit_code != 0) {
+      return InternalError("giving taugridd the chart's ServiceAccount (tests/k8s/chart_service_account.sh): " +
+                           sa.out + sa.err);
+    }
     return Status::Ok();
   }
 
+ public:
+  // The kubeconfig taugridd runs with: a token of the chart's
+  // ServiceAccount, not the cluster's admin.
+  const std::string& daemon_kubeconfig() const { return daemon_kubeconfig_; }
+
  private:
   static inline Cluster* instance_ = nullptr;
+  std::string daemon_kubeconfig_;
 };
 
 // A taugridd --backend kubernetes of its own TAU_HOME, and the tau CLI
@@ -130,7 +146,7 @@ class Daemon {
   bool Start(const std::vector<std::string>& extra = {}) {
     fs::remove(fs::path(home_) / "server.json");
     std::vector<std::string> args = {testing::BinPath("taugridd"), "--home", home_, "--backend", "kubernetes",
-                                     "--kubeconfig", Cluster::Get()->dir() + "/kubeconfig"};
+                                     "--kubeconfig", Cluster::Get()->daemon_kubeconfig()};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -404,6 +420,60 @@ TEST_F(KubeBackendTest, ARayJobRunsThroughKubeRayToSucceeded) {
   ASSERT_TRUE(Eventually(180, [&] { return d.State("ray-quick") == "Succeeded"; }))
       << d.Status("ray-quick").dump(2) << "\n" << d.log();
   EXPECT_EQ(d.Status("ray-quick").value("exit_code", json()), 0);
+}
+
+// The platform team's commands, through a daemon that has only the chart's
+// RBAC: server-side apply of cluster-scoped and workspace objects (and the
+// namespace check before it), reading them back with status, deleting them.
+TEST_F(KubeBackendTest, TheChartsServiceAccountAppliesReadsAndDeletesKueueObjects) {
+  if (home_.empty()) {
+    return;
+  }
+  Daemon d(home_);
+  ASSERT_TRUE(d.Start()) << d.log();
+  const fs::path dir = fs::path(g_work_dir) / "admin";
+  fs::create_directories(dir);
+  std::ofstream(dir / "queues.yaml") << R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: rbac-flavor
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: rbac-cq
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+    - coveredResources: [nvidia.com/gpu]
+      flavors:
+        - name: rbac-flavor
+          resources:
+            - {name: nvidia.com/gpu, nominalQuota: 2}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: rbac-lq
+  namespace: default
+spec:
+  clusterQueue: rbac-cq
+)";
+  auto applied = d.Tau({"admin", "apply", "-f", "queues.yaml"}, dir.string());
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err << d.log();
+  EXPECT_EQ(applied.out, "ResourceFlavor/rbac-flavor created\nClusterQueue/rbac-cq created\nLocalQueue/default/rbac-lq created\n");
+  testing::CommandResult got;
+  EXPECT_TRUE(Eventually(30, [&] {
+    got = d.Tau({"admin", "get", "ClusterQueue", "rbac-cq"});
+    return got.exit_code == 0 && got.out.find("type: Active") != std::string::npos;
+  })) << got.out << got.err;
+  for (auto [kind, name] : {std::pair{"LocalQueue", "rbac-lq"}, {"ClusterQueue", "rbac-cq"}, {"ResourceFlavor", "rbac-flavor"}}) {
+    auto deleted = d.Tau({"admin", "delete", kind, name});
+    EXPECT_EQ(deleted.exit_code, 0) << kind << " " << name << ": " << deleted.out << deleted.err;
+  }
+  EXPECT_TRUE(Eventually(30, [&] {
+    return !Cluster::Get()->client().Get({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "rbac-cq", ""}).ok();
+  }));
 }
 
 // Last: it leaves the cluster with an API server this process started.
