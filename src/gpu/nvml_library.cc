@@ -33,8 +33,28 @@ const char* ReturnName(nvml::Return r) {
 }  // namespace
 
 Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) {
-  const std::string name = path.empty() ? "libnvidia-ml.so.1" : path;
+  std::string name = path.empty() ? "libnvidia-ml.so.1" : path;
   void* handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle && path.empty()) {
+    // By soname the loader looks only where its cache says; a container
+    // image without ld.so.cache (ours is one) does not know the folder the
+    // NVIDIA container toolkit mounts the driver's library into. Try the
+    // folders drivers and the toolkit use.
+    const std::string first_error = ::dlerror();
+    for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib"}) {
+      const std::string candidate = std::string(dir) + "/libnvidia-ml.so.1";
+      handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle) {
+        name = candidate;
+        break;
+      }
+    }
+    if (!handle) {
+      return NotFoundError(fmt::format("cannot load {}: {} (nor from /usr/lib/x86_64-linux-gnu, /usr/lib64, "
+                                       "/usr/lib/aarch64-linux-gnu, /usr/lib)",
+                                       name, first_error));
+    }
+  }
   if (!handle) return NotFoundError(fmt::format("cannot load {}: {}", name, ::dlerror()));
   std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary());
   lib->handle = handle;

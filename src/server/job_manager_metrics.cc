@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "gpu/gpu_metrics.h"
 #include "server/job_manager.h"
 
 namespace tau::server {
@@ -30,16 +31,6 @@ constexpr StateGauge kStateGauges[] = {
     {"taugrid_cluster_queue_resource_usage",
      "Quota in use in a ClusterQueue per flavor and resource (cores, bytes, GPUs)."},
     {"taugrid_cluster_queue_borrowed", "Quota a ClusterQueue borrows from its cohort per flavor and resource."},
-    {"taugrid_gpu_health_state", "1 for the GPU's current health state, 0 for the others."},
-    // dcgm-exporter's names and labels, so existing GPU dashboards work.
-    {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)."},
-    {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)."},
-    {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)."},
-    {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."},
-    {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)."},
-    // Typed as dcgm-exporter types them (its default-counters.csv).
-    {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.", Registry::Type::kCounter},
-    {"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered."},
 };
 
 }  // namespace
@@ -60,6 +51,7 @@ void DefineMetrics(Registry& r, const std::string& version) {
   r.Define("taugrid_api_request_duration_seconds", T::kHistogram, "HTTP API requests by route, method and status.",
            Registry::SecondsBuckets());
   for (const StateGauge& g : kStateGauges) r.Define(g.name, g.type, g.help);
+  gpu::DefineGpuMetrics(r);
 }
 
 void JobManager::Count(const std::string& name, const metrics::Labels& labels, double delta) {
@@ -74,6 +66,7 @@ void JobManager::CollectMetrics() {
   Registry* r = options_.metrics;
   if (!r) return;
   for (const StateGauge& g : kStateGauges) r->Reset(g.name);
+  gpu::ResetGpuMetrics(*r);
   // Jobs.
   std::map<metrics::Labels, int> jobs;
   const sched::KueueConfig& config = admission_->Config();
@@ -130,29 +123,9 @@ void JobManager::CollectMetrics() {
   }
   // GPUs, with dcgm-exporter's labels.
   for (size_t g = 0; g < gpu_slots_.size(); ++g) {
-    const std::string uuid = GpuUuid(g);
-    const std::string model = g < options_.gpu_info.size() ? options_.gpu_info[g].model : "";
-    const std::string bus = g < options_.gpu_info.size() ? options_.gpu_info[g].pci_bus_id : "";
-    metrics::Labels dcgm = {{"gpu", std::to_string(g)}, {"UUID", uuid}, {"pci_bus_id", bus},
-                            {"device", fmt::format("nvidia{}", g)}, {"modelName", model}, {"Hostname", options_.hostname}};
-    for (gpu::HealthState s : {gpu::HealthState::kUnknown, gpu::HealthState::kHealthy, gpu::HealthState::kSuspect,
-                               gpu::HealthState::kUnhealthy}) {
-      r->Set("taugrid_gpu_health_state",
-             {{"gpu", std::to_string(g)}, {"UUID", uuid}, {"state", std::string(gpu::HealthStateName(s))}},
-             gpu_slots_[g].health.state() == s ? 1 : 0);
-    }
-    const gpu::GpuSample& s = gpu_slots_[g].health.last_sample();
-    if (s.temperature_c) r->Set("DCGM_FI_DEV_GPU_TEMP", dcgm, static_cast<double>(*s.temperature_c));
-    if (s.power_mw) r->Set("DCGM_FI_DEV_POWER_USAGE", dcgm, static_cast<double>(*s.power_mw) / 1000.0);
-    if (s.utilization_pct) r->Set("DCGM_FI_DEV_GPU_UTIL", dcgm, static_cast<double>(*s.utilization_pct));
-    if (s.memory_used_mib) {
-      r->Set("DCGM_FI_DEV_FB_USED", dcgm, static_cast<double>(*s.memory_used_mib));
-      if (g < options_.gpu_info.size()) {
-        r->Set("DCGM_FI_DEV_FB_FREE", dcgm, static_cast<double>(options_.gpu_info[g].memory_mib - *s.memory_used_mib));
-      }
-    }
-    if (s.ecc_uncorrected) r->SetCounter("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", dcgm, static_cast<double>(*s.ecc_uncorrected));
-    r->Set("DCGM_FI_DEV_XID_ERRORS", dcgm, g < last_xid_.size() ? static_cast<double>(last_xid_[g]) : 0);
+    gpu::SetGpuMetrics(*r, static_cast<int>(g), g < options_.gpu_info.size() ? &options_.gpu_info[g] : nullptr,
+                       options_.hostname, gpu_slots_[g].health.state(), gpu_slots_[g].health.last_sample(),
+                       g < last_xid_.size() ? last_xid_[g] : 0);
   }
 }
 

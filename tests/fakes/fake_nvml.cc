@@ -42,14 +42,21 @@ void Load() {
     return;
   }
   struct stat st {};
-  if (::stat(path, &st) != 0) return;
+  if (::stat(path, &st) != 0) {
+    if (!scenario.is_object()) scenario = json::object();  // no file (yet): no devices
+    return;
+  }
   int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   if (path == loaded_path && mtime == loaded_mtime_ns) return;
   std::ifstream in(path);
   std::stringstream buf;
   buf << in.rdbuf();
   json parsed = json::parse(buf.str(), nullptr, false);
-  if (parsed.is_discarded()) return;  // being rewritten: keep the last good one
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    // Being rewritten: keep the last good one (none yet: no devices).
+    if (!scenario.is_object()) scenario = json::object();
+    return;
+  }
   scenario = parsed;
   loaded_path = path;
   loaded_mtime_ns = mtime;
