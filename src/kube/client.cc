@@ -188,6 +188,10 @@ Result<nlohmann::json> KubeClient::MergePatch(const ResourceRef& ref, const nloh
   return Call("PATCH", ResourcePath(ref), "application/merge-patch+json", patch.dump());
 }
 
+Result<nlohmann::json> KubeClient::StrategicMergePatch(const ResourceRef& ref, const nlohmann::json& patch) {
+  return Call("PATCH", ResourcePath(ref), "application/strategic-merge-patch+json", patch.dump());
+}
+
 Result<nlohmann::json> KubeClient::Apply(const ResourceRef& ref, const nlohmann::json& object,
                                          const ApplyOptions& options) {
   if (options.field_manager.empty()) {

@@ -100,6 +100,9 @@ class KubeClient {
   Result<nlohmann::json> Delete(const ResourceRef& ref, const DeleteOptions& options = {});
   // JSON merge patch (RFC 7386).
   Result<nlohmann::json> MergePatch(const ResourceRef& ref, const nlohmann::json& patch);
+  // Strategic merge patch (built-in kinds only): lists with a merge key,
+  // such as a Node's status.conditions, merge entry by entry.
+  Result<nlohmann::json> StrategicMergePatch(const ResourceRef& ref, const nlohmann::json& patch);
   // Server-side apply: PATCH application/apply-patch+yaml (the object as
   // JSON, which is YAML) with fieldManager and force.
   Result<nlohmann::json> Apply(const ResourceRef& ref, const nlohmann::json& object, const ApplyOptions& options);

@@ -1,0 +1,380 @@
+// taugrid-agent: the GPU health module of taugridd on one Kubernetes node
+// (docs/gpu-health.md, "On Kubernetes: the node agent"). It reads the
+// node's GPUs through NVML, moves each GPU's health state machine exactly
+// as the embedded daemon does, and reports through the API server on its
+// Node: the TauGridGPUHealthy condition, a NoSchedule taint or a cordon
+// while a GPU is Unhealthy, per-GPU health in an annotation; dcgm-exporter's
+// metrics on a port for Prometheus.
+//
+// Threads: the GPU monitor's two (polls, XID events) and a watch of the
+// Node post to an inbox; the main thread alone owns the health state and
+// writes to the API server; the metrics server reads the registry.
+
+#include <signal.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "agent/node_gpu_health.h"
+#include "agent/node_report.h"
+#include "cli/version.h"
+#include "common/clock.h"
+#include "common/duration.h"
+#include "common/log.h"
+#include "gpu/gpu_metrics.h"
+#include "gpu/gpu_monitor.h"
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "kube/reflector.h"
+#include "metrics/registry.h"
+
+namespace tau::agent {
+namespace {
+
+using nlohmann::json;
+
+struct Flags {
+  std::string node;
+  std::string kubeconfig;
+  UnhealthyAction action = UnhealthyAction::kTaint;
+  std::string metrics_address = "0.0.0.0";
+  int metrics_port = 9400;
+  Duration poll_interval{15000};
+  Duration heartbeat_interval{300000};
+  std::string xid_classes;
+  log::Level log_level = log::Level::kInfo;
+  log::Format log_format = log::Format::kJson;
+};
+
+[[noreturn]] void Usage(const std::string& error) {
+  if (!error.empty()) std::fprintf(stderr, "taugrid-agent: %s\n", error.c_str());
+  std::fprintf(stderr,
+               "usage: taugrid-agent --node NAME [--kubeconfig PATH] [--unhealthy-action taint|cordon|condition]\n"
+               "                     [--metrics-address ADDR] [--metrics-port N (0: none)] [--poll-interval DURATION]\n"
+               "                     [--heartbeat-interval DURATION] [--xid-classes FILE]\n"
+               "                     [--log-level debug|info|warn|error] [--log-format json|logfmt] [--version]\n"
+               "NVML: the system's libnvidia-ml.so.1, or the library TAU_NVML_LIBRARY names.\n"
+               "--node defaults to $NODE_NAME; without --kubeconfig the pod's service account is used.\n");
+  std::exit(2);
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  if (const char* n = std::getenv("NODE_NAME")) f.node = n;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Usage(a + " needs a value");
+      return argv[++i];
+    };
+    auto duration = [&](Duration min) {
+      const std::string text = value();
+      auto d = ParseDuration(text);
+      if (!d.ok() || *d < min) Usage(fmt::format("{} is a duration of at least {} (e.g. 15s), not \"{}\"", a, FormatDuration(min), text));
+      return *d;
+    };
+    if (a == "--version") {
+      std::printf("taugrid-agent %s\n", cli::kVersion);
+      std::exit(0);
+    } else if (a == "--help" || a == "-h") {
+      Usage("");
+    } else if (a == "--node") {
+      f.node = value();
+    } else if (a == "--kubeconfig") {
+      f.kubeconfig = value();
+    } else if (a == "--unhealthy-action") {
+      const std::string v = value();
+      auto parsed = ParseUnhealthyAction(v);
+      if (!parsed) Usage(fmt::format("--unhealthy-action is taint, cordon or condition, not \"{}\"", v));
+      f.action = *parsed;
+    } else if (a == "--metrics-address") {
+      f.metrics_address = value();
+    } else if (a == "--metrics-port") {
+      const std::string v = value();
+      char* end = nullptr;
+      long p = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || p < 0 || p > 65535) Usage(fmt::format("--metrics-port is 0 to 65535, not \"{}\"", v));
+      f.metrics_port = static_cast<int>(p);
+    } else if (a == "--poll-interval") {
+      f.poll_interval = duration(Duration(100));
+    } else if (a == "--heartbeat-interval") {
+      f.heartbeat_interval = duration(Duration(1000));
+    } else if (a == "--xid-classes") {
+      f.xid_classes = value();
+    } else if (a == "--log-level") {
+      const std::string v = value();
+      if (v == "debug") f.log_level = log::Level::kDebug;
+      else if (v == "info") f.log_level = log::Level::kInfo;
+      else if (v == "warn") f.log_level = log::Level::kWarn;
+      else if (v == "error") f.log_level = log::Level::kError;
+      else Usage(fmt::format("--log-level is debug, info, warn or error, not \"{}\"", v));
+    } else if (a == "--log-format") {
+      const std::string v = value();
+      if (v == "json") f.log_format = log::Format::kJson;
+      else if (v == "logfmt") f.log_format = log::Format::kLogfmt;
+      else Usage(fmt::format("--log-format is json or logfmt, not \"{}\"", v));
+    } else {
+      Usage(fmt::format("unknown argument \"{}\"", a));
+    }
+  }
+  if (f.node.empty()) Usage("name the node this agent runs on: --node NAME (or NODE_NAME)");
+  return f;
+}
+
+// What the other threads hand the main thread.
+class Inbox {
+ public:
+  void Post(std::function<void(NodeGpuHealth&)> task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+    cv_.notify_one();
+  }
+  void SetNode(json node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    node_ = std::move(node);
+    node_changed_ = true;
+    cv_.notify_one();
+  }
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_one();
+  }
+  // Waits up to `timeout` for work; runs the tasks on `health`; true when a
+  // task ran or the node changed (`node` then holds the newest).
+  bool Wait(std::chrono::milliseconds timeout, NodeGpuHealth& health, json& node, bool& stopping) {
+    std::deque<std::function<void(NodeGpuHealth&)>> tasks;
+    bool node_changed = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, timeout, [&] { return stopping_ || node_changed_ || !tasks_.empty(); });
+      tasks.swap(tasks_);
+      if (node_changed_) {
+        node = node_;
+        node_changed_ = false;
+        node_changed = true;
+      }
+      stopping = stopping_;
+    }
+    for (auto& t : tasks) t(health);
+    return node_changed || !tasks.empty();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void(NodeGpuHealth&)>> tasks_;
+  json node_;
+  bool node_changed_ = false;
+  bool stopping_ = false;
+};
+
+// Set by SIGTERM/SIGINT; the main loop looks at least once a second.
+std::atomic<bool> g_stop{false};
+
+// `node_known`: the Node was read (faults recorded there restored); until
+// then the node's health is not reported.
+void UpdateMetrics(metrics::Registry& r, const NodeGpuHealth& health, const std::string& node, bool node_known) {
+  gpu::ResetGpuMetrics(r);
+  for (size_t i = 0; i < health.gpus().size(); ++i) {
+    const NodeGpuHealth::Gpu& g = health.gpus()[i];
+    gpu::SetGpuMetrics(r, static_cast<int>(i), &g.info, node, g.health.state(), g.health.last_sample(), g.last_xid);
+  }
+  if (node_known) r.Set("taugrid_agent_node_healthy", {{"node", node}}, health.Healthy() ? 1 : 0);
+}
+
+int Run(const Flags& flags) {
+  log::Configure(flags.log_level, flags.log_format);
+  // The health module, as taugridd runs it.
+  gpu::XidCatalog catalog = gpu::XidCatalog::Defaults();
+  if (!flags.xid_classes.empty()) {
+    std::ifstream in(flags.xid_classes);
+    if (!in) {
+      log::Error("agent", "cannot read the XID classes file", {{"file", flags.xid_classes}});
+      return 1;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    if (Status st = catalog.MergeYaml(text.str(), flags.xid_classes); !st.ok()) {
+      log::Error("agent", "bad XID classes file", {{"error", st.ToString()}});
+      return 1;
+    }
+  }
+  const char* nvml_path = std::getenv("TAU_NVML_LIBRARY");
+  auto nvml = gpu::OpenNvml(nvml_path ? nvml_path : "");
+  if (!nvml.ok()) {
+    log::Error("agent", "cannot read the node's GPUs through NVML", {{"error", nvml.status().ToString()}});
+    return 1;
+  }
+  std::unique_ptr<gpu::GpuSource> source = std::move(*nvml);
+  NodeGpuHealth health(source->inventory().gpus, gpu::ThresholdsForPollInterval(flags.poll_interval.count()), catalog);
+  log::Info("agent", "watching the node's GPUs",
+            {{"node", flags.node}, {"gpus", std::to_string(health.gpus().size())},
+             {"driver", source->inventory().driver_version}, {"library", source->inventory().source}});
+
+  // The API server.
+  auto config = flags.kubeconfig.empty() ? kube::LoadInClusterConfig() : kube::LoadKubeconfig(flags.kubeconfig);
+  if (!config.ok()) {
+    log::Error("agent", "cannot reach the API server", {{"error", config.status().ToString()}});
+    return 1;
+  }
+  auto client = kube::KubeClient::Create(*config);
+  if (!client.ok()) {
+    log::Error("agent", "cannot reach the API server", {{"error", client.status().ToString()}});
+    return 1;
+  }
+  kube::KubeClient& api = **client;
+  const kube::ResourceRef node_ref{"", "v1", "nodes", "", flags.node, ""};
+  kube::ResourceRef status_ref = node_ref;
+  status_ref.subresource = "status";
+  const kube::ResourceRef events_ref{"", "v1", "events", "default", "", ""};
+
+  // Metrics.
+  metrics::Registry registry;
+  gpu::DefineGpuMetrics(registry);
+  registry.Define("taugrid_agent_node_healthy", metrics::Registry::Type::kGauge,
+                  "1 while no GPU of the node is Unhealthy.");
+  registry.Define("taugrid_build_info", metrics::Registry::Type::kGauge, "Always 1; the version in a label.");
+  registry.Set("taugrid_build_info", {{"version", cli::kVersion}, {"component", "agent"}}, 1);
+  UpdateMetrics(registry, health, flags.node, /*node_known=*/false);
+  httplib::Server metrics_server;
+  std::thread metrics_thread;
+  if (flags.metrics_port > 0) {
+    metrics_server.Get("/metrics", [&registry](const httplib::Request&, httplib::Response& res) {
+      res.set_content(registry.Expose(), "text/plain; version=0.0.4");
+    });
+    metrics_server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+    if (!metrics_server.bind_to_port(flags.metrics_address, flags.metrics_port)) {
+      log::Error("agent", "cannot listen for metrics",
+                 {{"address", fmt::format("{}:{}", flags.metrics_address, flags.metrics_port)}});
+      return 1;
+    }
+    metrics_thread = std::thread([&] { metrics_server.listen_after_bind(); });
+    log::Info("agent", "metrics", {{"listen", fmt::format("{}:{}", flags.metrics_address, flags.metrics_port)}});
+  }
+
+  Inbox inbox;
+  // The Node, watched: an operator's clear request is seen at once.
+  kube::ClientListerWatcher nodes(&api, {"", "v1", "nodes", "", "", ""});
+  kube::ReflectorOptions watch_options;
+  watch_options.field_selector = "metadata.name=" + flags.node;
+  watch_options.on_error = [](const Status& st) { log::Warn("agent", "watching the node", {{"error", st.ToString()}}); };
+  kube::Reflector reflector(&nodes, watch_options, [&inbox](kube::ReflectorEventType type, const json& object) {
+    if (type == kube::ReflectorEventType::kAdded || type == kube::ReflectorEventType::kModified) inbox.SetNode(object);
+  });
+  std::thread watch_thread([&] { (void)reflector.Run(); });
+
+  gpu::GpuMonitor monitor(
+      source.get(), flags.poll_interval,
+      gpu::GpuMonitor::Callbacks{
+          [&inbox](int index, gpu::GpuSample sample) {
+            inbox.Post([index, sample = std::move(sample)](NodeGpuHealth& h) { h.OnSample(index, sample); });
+          },
+          [&inbox](gpu::XidEvent event) {
+            inbox.Post([event](NodeGpuHealth& h) {
+              h.OnXid(event);
+              log::Warn("agent", "XID event", {{"event", h.last_event()}});
+            });
+          },
+          [&inbox](int index, std::optional<std::string> why) {
+            inbox.Post([index, why = std::move(why)](NodeGpuHealth& h) mutable { h.OnXidUnreadable(index, std::move(why)); });
+          }});
+  monitor.Start();
+
+  ::signal(SIGTERM, [](int) { g_stop = true; });
+  ::signal(SIGINT, [](int) { g_stop = true; });
+
+  json node;
+  bool stopping = false;
+  bool dirty = true;
+  bool restored = false;
+  std::string reported;  // the condition's status+reason+message last written
+  auto last_heartbeat = std::chrono::steady_clock::time_point{};
+  while (!g_stop && !stopping) {
+    dirty |= inbox.Wait(std::chrono::milliseconds(1000), health, node, stopping);
+    if (node.is_null()) continue;  // not listed yet
+    if (!restored) {
+      // Before the first write: faults found by an agent before this one
+      // stay until an operator clears them.
+      restored = true;
+      for (const std::string& uuid : RestoreFromNode(node, health)) {
+        log::Warn("agent", "a GPU stays Unhealthy from before the agent restarted", {{"gpu", uuid}});
+      }
+      dirty = true;
+    }
+    bool clear_done = false;
+    if (auto clear = ClearRequest(node)) {
+      auto cleared = health.Clear(*clear);
+      if (cleared.ok()) {
+        log::Info("agent", "GPU fault cleared by an operator", {{"gpus", *clear}});
+      } else {
+        log::Warn("agent", "a clear request names no GPU of this node", {{"error", cleared.status().ToString()}});
+      }
+      clear_done = true;
+      dirty = true;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const bool heartbeat = now - last_heartbeat >= flags.heartbeat_interval;
+    if (!dirty && !heartbeat) continue;
+    UpdateMetrics(registry, health, flags.node, /*node_known=*/true);
+    NodeUpdate update =
+        PlanNodeUpdate(node, health, flags.action, FormatRfc3339(SystemClock::Get()->Now()), heartbeat, clear_done);
+    bool ok = true;
+    if (!update.status_patch.is_null()) {
+      if (auto patched = api.StrategicMergePatch(status_ref, update.status_patch); patched.ok()) {
+        last_heartbeat = now;
+        if (update.transition) {
+          // Best effort: the condition is the record, the Event a courtesy.
+          const json event = TransitionEvent(node, health, FormatRfc3339(SystemClock::Get()->Now()));
+          if (auto posted = api.Create(events_ref, event); !posted.ok()) {
+            log::Warn("agent", "cannot record an Event on the node", {{"error", posted.status().ToString()}});
+          }
+        }
+        const std::string said = health.Reason() + ": " + health.Message();
+        if (said != reported) {
+          (health.Healthy() ? log::Info : log::Warn)("agent", health.Healthy() ? "node GPUs healthy" : "node GPUs unhealthy",
+                                                      {{"node", flags.node}, {"reason", health.Reason()}, {"message", health.Message()}});
+          reported = said;
+        }
+      } else {
+        ok = false;
+        log::Warn("agent", "cannot write the node's condition", {{"error", patched.status().ToString()}});
+      }
+    }
+    if (!update.node_patch.is_null()) {
+      if (auto patched = api.MergePatch(node_ref, update.node_patch); patched.ok()) {
+        node = *patched;  // the watch brings the same; plan from it meanwhile
+      } else {
+        // A conflict: the watch brings the newer Node, and the plan is made again.
+        ok = false;
+        log::Warn("agent", "cannot update the node", {{"error", patched.status().ToString()}});
+      }
+    }
+    dirty = !ok;
+  }
+  log::Info("agent", "stopping");
+  monitor.Stop();
+  reflector.Stop();
+  watch_thread.join();
+  if (metrics_thread.joinable()) {
+    metrics_server.stop();
+    metrics_thread.join();
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tau::agent
+
+int main(int argc, char** argv) { return tau::agent::Run(tau::agent::ParseFlags(argc, argv)); }
