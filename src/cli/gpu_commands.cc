@@ -9,6 +9,7 @@
 #include "cli/exit_codes.h"
 #include "cli/table.h"
 #include "cli/terminal.h"
+#include "common/strings.h"
 
 namespace tau::cli {
 using nlohmann::json;
@@ -19,6 +20,43 @@ std::string Num(const json& v, const char* unit) {
   if (v.is_null()) return "-";
   if (v.is_number_float()) return fmt::format("{:.0f}{}", v.get<double>(), unit);
   return v.dump() + unit;
+}
+
+// On a cluster: its nodes, with the GPU health their node agents report.
+int PrintClusterNodes(const json& reply) {
+  const json& nodes = reply["nodes"];
+  if (nodes.empty()) {
+    std::printf("the cluster lists no nodes\n");
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const json& n : nodes) {
+    std::vector<std::string> placement;
+    if (n.value("tainted", false)) placement.push_back("tainted");
+    if (n.value("unschedulable", false)) placement.push_back("cordoned");
+    rows.push_back({n.value("name", ""), n.value("gpu_class", "").empty() ? "-" : n.value("gpu_class", ""),
+                    fmt::format("{}/{}", n.value("gpu_allocatable", int64_t{0}), n.value("gpu_capacity", int64_t{0})),
+                    n.value("agent", false) ? n.value("health", "") : "- (no agent)",
+                    n.value("reason", "").empty() ? "-" : n.value("reason", ""),
+                    placement.empty() ? "-" : Join(placement, ", ")});
+  }
+  std::printf("%s", RenderTable({"NODE", "CLASS", "GPUS", "HEALTH", "REASON", "SCHEDULING"}, rows, TerminalWidth(stdout))
+                        .c_str());
+  for (const json& n : nodes) {
+    if (n.value("health", "") != "Unhealthy") continue;
+    const json gpus = n.value("gpus", json::array());
+    if (gpus.empty()) {  // an agent's condition without its annotation
+      std::printf("%s: %s\n", n.value("name", "").c_str(), n.value("message", "").c_str());
+      continue;
+    }
+    std::printf("%s:\n", n.value("name", "").c_str());
+    for (const json& g : gpus) {
+      if (g.value("health", "") == "Healthy") continue;
+      std::printf("  GPU %d %s: %s%s%s\n", g.value("index", 0), g.value("uuid", "").c_str(), g.value("health", "").c_str(),
+                  g.value("message", "").empty() ? "" : ": ", g.value("message", "").c_str());
+    }
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -32,6 +70,7 @@ int RunNodes(const std::string& output) {
     PrintJsonOrYaml(*reply, output);
     return kExitOk;
   }
+  if ((*reply).value("cluster", false)) return PrintClusterNodes(*reply);
   const json& gpus = (*reply)["gpus"];
   if (gpus.empty()) {
     std::printf("no GPUs: a CPU-only machine (NVML not found and no TAU_HOME/gpus.json)\n");

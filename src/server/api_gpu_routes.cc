@@ -11,9 +11,9 @@
 
 namespace tau::server {
 
-void AddGpuRoutes(httplib::Server& server, const ApiContext& ctx) {
-  server.Get("/api/v1/gpus", [ctx](const httplib::Request&, httplib::Response& res) {
-    std::string text = ctx.loop->Call([&] { return ctx.jobs->GpusJson(); });
+void AddGpuRoutes(httplib::Server& server, const ApiContext& ctx, std::function<std::string()> cluster_nodes) {
+  server.Get("/api/v1/gpus", [ctx, cluster_nodes](const httplib::Request&, httplib::Response& res) {
+    std::string text = ctx.loop->Call([&] { return cluster_nodes ? cluster_nodes() : ctx.jobs->GpusJson(); });
     res.status = 200;
     res.set_content(text, "application/json");
   });

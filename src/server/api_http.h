@@ -156,6 +156,8 @@ void ServeClusterLogs(const ApiContext& ctx, const ClusterContext& cluster, Stre
 void AddJobListRoutes(httplib::Server& server, const ApiContext& ctx);
 
 // /api/v1/gpus and /api/v1/admin/gpus/UUID/clear|drain|undrain (api_gpu_routes.cc).
-void AddGpuRoutes(httplib::Server& server, const ApiContext& ctx);
+// `cluster_nodes`: on a cluster, what GET /api/v1/gpus answers (the nodes
+// and their agents' GPU health) instead of this machine's GPUs.
+void AddGpuRoutes(httplib::Server& server, const ApiContext& ctx, std::function<std::string()> cluster_nodes);
 
 }  // namespace tau::server

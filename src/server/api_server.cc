@@ -537,7 +537,7 @@ class ApiServer::Impl {
       });
     }
     AddEvidenceRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
-    AddGpuRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_});
+    AddGpuRoutes(server_, ApiContext{home_, loop_, jobs_, publisher_}, options_.cluster_nodes);
     AddPortalRoutes(server_, options_.token);
     server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       SendJson(res, {{"status", "ok"}, {"version", kVersion}});

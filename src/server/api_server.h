@@ -51,6 +51,9 @@ struct ApiServerOptions {
   // With `cluster`: the pod of a job's rank (the backend names them);
   // without it, logs answer FailedPrecondition.
   kubernetes::RankPodLookup rank_pod;
+  // With `cluster`: the cluster's nodes and their GPU health as JSON
+  // (GET /api/v1/gpus, tau nodes), called on the control loop.
+  std::function<std::string()> cluster_nodes;
 };
 
 // The HTTP/JSON API under /api/v1 (docs/openapi.yaml) plus /healthz. Reads

@@ -58,6 +58,7 @@
 #include "server/execution/local_executor.h"
 #include "server/kubernetes/cluster_api.h"
 #include "server/kubernetes/cluster_cache.h"
+#include "server/kubernetes/node_table.h"
 #include "server/kubernetes/pod_logs.h"
 #include "server/control_loop.h"
 #include "server/daemon_flags.h"
@@ -434,6 +435,12 @@ int Main(int argc, char** argv) {
   // On Kubernetes, the cluster as reflectors see it, each change handled
   // on the loop; listed once before the store is reconciled with it.
   std::unique_ptr<kubernetes::ClusterCache> cluster;
+  // The cluster's nodes and the GPU health their agents report (loop only).
+  kubernetes::NodeTable node_table;
+  auto fault_node = [&jobs, &kube_executor](const kubernetes::NodeHealthReport& node) {
+    jobs.FaultJobsOnNode(kube_executor->JobsOnNode(node.name),
+                         fmt::format("node {} has a GPU fault ({}): {}", node.name, node.reason, node.message));
+  };
   if (on_cluster) {
     using Type = kube::ReflectorEventType;
     auto on = [kube_executor](KubeExecutor::Kind kind) {
@@ -442,7 +449,15 @@ int Main(int argc, char** argv) {
     kubernetes::ClusterCache::Handlers handlers;
     handlers.jobs = on(KubeExecutor::Kind::kJob);
     handlers.rayjobs = on(KubeExecutor::Kind::kRayJob);
-    handlers.pods = on(KubeExecutor::Kind::kPod);
+    handlers.pods = [kube_executor, &node_table, &fault_node](Type type, const nlohmann::json& pod) {
+      kube_executor->OnObject(KubeExecutor::Kind::kPod, type, pod);
+      // A pod placed on a node already reported Unhealthy.
+      if (type == Type::kDeleted || !pod.contains("spec")) return;
+      if (const auto* bad = node_table.Unhealthy(pod["spec"].value("nodeName", ""))) fault_node(*bad);
+    };
+    handlers.nodes = [&node_table, &fault_node](Type type, const nlohmann::json& node) {
+      if (auto bad = node_table.OnNode(type, node)) fault_node(*bad);
+    };
     handlers.workloads = [&kueue, &jobs](Type type, const nlohmann::json& object) {
       kueue->OnWorkload(type, object);
       jobs.OnAdmissionChanged();
@@ -468,6 +483,11 @@ int Main(int argc, char** argv) {
     return 1;
   }
   if (kube_executor) {
+    // Jobs on nodes that went Unhealthy while no daemon ran.
+    (void)loop.Call([&] {
+      for (const kubernetes::NodeHealthReport& bad : node_table.UnhealthyNodes()) fault_node(bad);
+      return Status::Ok();
+    });
     // Objects of jobs that ended or were removed while no daemon ran.
     (void)loop.Call([&] {
       auto view = publisher.Current();
@@ -516,6 +536,7 @@ int Main(int argc, char** argv) {
   api_options.max_streams = flags.max_streams;
   if (kube_client) {
     api_options.cluster = kube_client.get();
+    api_options.cluster_nodes = [&node_table] { return node_table.Json().dump(); };
     // The pod of a rank: labelled with the job's id and attempt, its
     // completion index the rank (none on a one-worker Job: rank 0).
     api_options.rank_pod = [client = kube_client.get()](const std::string& job_id, int64_t attempt,

@@ -301,6 +301,11 @@ class JobManager {
   // GPU `index`'s XID events cannot be read (`why`), or can again
   // (nullopt): it is Suspect meanwhile.
   void OnGpuXidUnreadable(int index, std::optional<std::string> why);
+  // On a cluster: the node agent reports a fatal GPU fault on a node these
+  // jobs' pods run on. Each running attempt among them is stopped with
+  // reason GpuFault and retried from its checkpoint, not charged, as on a
+  // machine of its own (jobs already stopping are left alone).
+  void FaultJobsOnNode(const std::vector<std::string>& job_ids, const std::string& message);
   // tau admin gpu clear / drain / undrain GPU, where GPU is an index, a
   // UUID or a UUID's unique prefix (FindGpu).
   Status ClearGpu(const std::string& gpu);
@@ -634,6 +639,9 @@ class JobManager {
   // Stops the running attempts on GPU `g`: `reason` GpuFault (an
   // interruption, retried) or GpuXid (the job's own fault).
   void FaultJobsOnGpu(size_t g, const std::string& reason, const std::string& message);
+  // Records the fault on a running or admitted job and stops its ranks;
+  // false when the job is not running or is already stopping.
+  bool FaultJob(Job& job, const std::string& reason, const std::string& message);
   void SaveGpu(size_t g);
   Status AppendGpuEvent(size_t g, std::string type, std::string reason, std::string message);
   // The GPU an operator names: its index ("0"), its UUID, or a prefix of

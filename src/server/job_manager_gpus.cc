@@ -196,29 +196,48 @@ void JobManager::ApplyGpuChange(size_t g, const std::optional<gpu::HealthChange>
   ScheduleAdmission();  // capacity changed either way
 }
 
+bool JobManager::FaultJob(Job& job, const std::string& reason, const std::string& message) {
+  if (job.rec.state != JobState::kRunning && job.rec.state != JobState::kAdmitted) return false;
+  if (!job.rec.gpu_fault.empty() || job.rec.cancel_requested || !job.rec.preempted_by.empty()) return false;
+  job.rec.gpu_fault = reason;
+  job.gpu_fault_message = message;
+  // Recorded before the signal: a restart in between still ends the
+  // attempt with this reason.
+  auto txn = store_->Begin();
+  Status st = txn.status();
+  if (st.ok()) st = SaveJob(job);
+  if (st.ok()) {
+    st = AppendEvent(job, reason, reason,
+                     fmt::format("{}; SIGTERM sent, SIGKILL after {}", message,
+                                 FormatDuration(job.spec.checkpoint.grace_period)));
+  }
+  if (st.ok()) st = txn->Commit();
+  if (!st.ok()) LogStoreFailure(job, st);
+  StopRanks(job);
+  return true;
+}
+
 void JobManager::FaultJobsOnGpu(size_t g, const std::string& reason, const std::string& message) {
   for (auto& [seq, job_ptr] : jobs_by_seq_) {
     Job& job = *job_ptr;
-    if (job.rec.state != JobState::kRunning && job.rec.state != JobState::kAdmitted) continue;
     if (std::find(job.gpu_indexes.begin(), job.gpu_indexes.end(), static_cast<int>(g)) == job.gpu_indexes.end()) continue;
-    if (!job.rec.gpu_fault.empty() || job.rec.cancel_requested || !job.rec.preempted_by.empty()) continue;
-    job.rec.gpu_fault = reason;
-    job.gpu_fault_message = message;
-    // Recorded before the signal: a restart in between still ends the
-    // attempt with this reason.
-    auto txn = store_->Begin();
-    Status st = txn.status();
-    if (st.ok()) st = SaveJob(job);
-    if (st.ok()) {
-      st = AppendEvent(job, reason, reason,
-                       fmt::format("{}; SIGTERM sent, SIGKILL after {}", message,
-                                   FormatDuration(job.spec.checkpoint.grace_period)));
-    }
-    if (st.ok()) st = txn->Commit();
-    if (!st.ok()) LogStoreFailure(job, st);
-    StopRanks(job);
+    FaultJob(job, reason, message);
   }
   Publish();
+}
+
+void JobManager::FaultJobsOnNode(const std::vector<std::string>& job_ids, const std::string& message) {
+  bool any = false;
+  for (const std::string& id : job_ids) {
+    auto it = jobs_by_id_.find(id);
+    if (it == jobs_by_id_.end()) continue;
+    if (FaultJob(*it->second, "GpuFault", message)) {
+      any = true;
+      log::Warn("gpu", "a job's node has a GPU fault; its attempt is stopped and retried",
+                {{"job", id}, {"message", message}});
+    }
+  }
+  if (any) Publish();
 }
 
 void JobManager::OnGpuSample(int index, gpu::GpuSample sample) {

@@ -391,6 +391,18 @@ void KubeExecutor::OnObject(Kind kind, kube::ReflectorEventType type, const json
   Evaluate(job_id, std::atoll(attempt.c_str()));
 }
 
+std::vector<std::string> KubeExecutor::JobsOnNode(const std::string& node) const {
+  std::set<std::string> ids;
+  for (const auto& [key, pod] : pods_) {
+    if (!pod.contains("spec") || pod["spec"].value("nodeName", "") != node) continue;
+    const std::string phase = pod.contains("status") ? pod["status"].value("phase", "") : "";
+    if (phase == "Succeeded" || phase == "Failed") continue;
+    const std::string id = Label(pod, k8s::kJobIdLabel);
+    if (!id.empty()) ids.insert(id);
+  }
+  return {ids.begin(), ids.end()};
+}
+
 int KubeExecutor::DeleteOrphans(const std::function<bool(const std::string& job_id)>& live) {
   std::set<std::string> dead;
   for (const auto* cache : {&jobs_, &rayjobs_}) {

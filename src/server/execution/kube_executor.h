@@ -68,6 +68,10 @@ class KubeExecutor final : public Executor {
   // Returns how many it deleted.
   int DeleteOrphans(const std::function<bool(const std::string& job_id)>& live);
 
+  // The jobs with a pod placed on `node` that has not ended (GPU health:
+  // a node whose agent reports a fatal GPU fault).
+  std::vector<std::string> JobsOnNode(const std::string& node) const;
+
   // The attempt Prepare last made for the job (0: none).
   int64_t PreparedAttempt(const std::string& job_id) const;
 

@@ -35,6 +35,7 @@ class KubeClientApi final : public ClusterApi {
 inline kube::ResourceRef JobsRef(std::string ns = "") { return {"batch", "v1", "jobs", std::move(ns), "", ""}; }
 inline kube::ResourceRef RayJobsRef(std::string ns = "") { return {"ray.io", "v1", "rayjobs", std::move(ns), "", ""}; }
 inline kube::ResourceRef PodsRef(std::string ns = "") { return {"", "v1", "pods", std::move(ns), "", ""}; }
+inline kube::ResourceRef NodesRef() { return {"", "v1", "nodes", "", "", ""}; }
 inline kube::ResourceRef ServicesRef(std::string ns = "") { return {"", "v1", "services", std::move(ns), "", ""}; }
 inline kube::ResourceRef ConfigMapsRef(std::string ns = "") { return {"", "v1", "configmaps", std::move(ns), "", ""}; }
 inline kube::ResourceRef SecretsRef(std::string ns = "") { return {"", "v1", "secrets", std::move(ns), "", ""}; }

@@ -41,6 +41,7 @@ ClusterCache::ClusterCache(kube::KubeClient* client, std::function<void(std::fun
   add("LocalQueues", LocalQueuesRef(), "", std::move(handlers.local_queues));
   add("ClusterQueues", ClusterQueuesRef(), "", std::move(handlers.cluster_queues));
   add("WorkloadPriorityClasses", PriorityClassesRef(), "", std::move(handlers.priority_classes));
+  if (handlers.nodes) add("Nodes", NodesRef(), "", std::move(handlers.nodes));
 }
 
 ClusterCache::~ClusterCache() { Stop(); }

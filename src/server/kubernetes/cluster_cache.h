@@ -5,7 +5,7 @@
 // control loop (the domain code stays single-threaded):
 //   Jobs, RayJobs and Pods labelled app.kubernetes.io/managed-by=taugrid,
 //   Kueue's Workloads, LocalQueues, ClusterQueues and
-//   WorkloadPriorityClasses (all of them).
+//   WorkloadPriorityClasses (all of them), and Nodes when asked.
 // The reflectors relist and back off on their own, so the cache survives
 // an API server restart.
 
@@ -27,6 +27,8 @@ class ClusterCache {
   using Handler = std::function<void(kube::ReflectorEventType, const nlohmann::json&)>;
   struct Handlers {
     Handler jobs, rayjobs, pods, workloads, local_queues, cluster_queues, priority_classes;
+    // Nodes (all of them), followed when set: GPU health from node agents.
+    Handler nodes;
   };
 
   // `client` must outlive this; `post` runs a task on the control loop.
