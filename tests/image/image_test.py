@@ -170,7 +170,8 @@ def check_bad_builds_refused(source, artifacts, version):
     if not check(r.returncode == 0 and r2.returncode == 0, f"compiling the test program: {r.stderr}{r2.stderr}"):
         return
     os.remove(lib)
-    for name, text in (("tau", f"#!/bin/sh\necho 'tau {version} (test)'\n"), ("tau-shim", "#!/bin/sh\n")):
+    for name, text in (("tau", f"#!/bin/sh\necho 'tau {version} (test)'\n"), ("tau-shim", "#!/bin/sh\n"),
+                       ("taugrid-agent", "#!/bin/sh\n")):
         with open(os.path.join(bin_dir, name), "w") as f:
             f.write(text)
         os.chmod(os.path.join(bin_dir, name), 0o755)
@@ -239,7 +240,8 @@ def main(source, build, artifacts):
         check(paths == sorted(paths), f"layer {i}: entries sorted")
         check(all(m.mtime == EPOCH for m in members), f"layer {i}: every mtime is SOURCE_DATE_EPOCH")
         names.update(paths)
-    for path in ("usr/local/bin/taugridd", "usr/local/bin/tau", "usr/local/bin/tau-shim", "etc/passwd",
+    for path in ("usr/local/bin/taugridd", "usr/local/bin/tau", "usr/local/bin/tau-shim",
+                 "usr/local/bin/taugrid-agent", "etc/passwd",
                  "etc/ssl/certs/ca-certificates.crt", "tmp"):
         check(path in names, f"the image holds /{path}")
 
@@ -269,6 +271,9 @@ def main(source, build, artifacts):
     check(r.returncode == 2 and "/tmp/bad.yaml:6:" in r.stderr + r.stdout,
           f"tau validate of a bad spec in the image: exit 2 naming the line: {r.returncode}, "
           f"{(r.stdout + r.stderr).strip()!r}")
+    r = in_root(root, ["taugrid-agent", "--version"])
+    check(r.returncode == 0 and r.stdout.strip() == f"taugrid-agent {version}",
+          f"taugrid-agent --version in the image: exit {r.returncode}, {(r.stdout + r.stderr).strip()!r}")
     r = in_root(root, ["tau-shim"])
     check(r.returncode == 2 and "usage: tau-shim" in r.stderr,
           f"tau-shim runs in the image: exit {r.returncode}, {r.stderr.strip()!r}")

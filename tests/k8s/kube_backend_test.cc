@@ -9,7 +9,10 @@
 // with kwok's general pod stages (pods can be held running by annotation)
 // and stops it at the end. TAU_K8S_ENV_DIR=DIR uses a cluster already up
 // in DIR (started with K8S_ENV_POD_STAGES=general).
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,7 +26,9 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <set>
 #include <sstream>
+#include <memory>
 #include <thread>
 
 #include "kube/client.h"
@@ -116,9 +121,11 @@ class Cluster : public testing::K8sTestCluster {
     // taugridd acts as the Helm chart's ServiceAccount, with the chart's
     // RBAC and workspace namespace "default": every verb the chart's Roles
     // lack fails a test below.
-    daemon_kubeconfig_ = (fs::path(g_work_dir) / "chart-service-account.kubeconfig").string();
+    const std::string identities = (fs::path(g_work_dir) / "chart-identities").string();
+    daemon_kubeconfig_ = identities + "/server.kubeconfig";
+    agent_kubeconfig_ = identities + "/agent.kubeconfig";
     testing::CommandResult sa = testing::RunCommand({testing::SourcePath("tests/k8s/chart_service_account.sh"),
-                                                     testing::SourcePath(""), dir(), daemon_kubeconfig_, "default"});
+                                                     testing::SourcePath(""), dir(), identities, "default"});
     if (sa.exit_code != 0) {
       return InternalError("giving taugridd the chart's ServiceAccount (tests/k8s/chart_service_account.sh): " +
                            sa.out + sa.err);
@@ -130,10 +137,12 @@ class Cluster : public testing::K8sTestCluster {
   // The kubeconfig taugridd runs with: a token of the chart's
   // ServiceAccount, not the cluster's admin.
   const std::string& daemon_kubeconfig() const { return daemon_kubeconfig_; }
+  // The node agent's: a token of the chart's agent ServiceAccount.
+  const std::string& agent_kubeconfig() const { return agent_kubeconfig_; }
 
  private:
   static inline Cluster* instance_ = nullptr;
-  std::string daemon_kubeconfig_;
+  std::string daemon_kubeconfig_, agent_kubeconfig_;
 };
 
 // A taugridd --backend kubernetes of its own TAU_HOME, and the tau CLI
@@ -474,6 +483,222 @@ spec:
   EXPECT_TRUE(Eventually(30, [&] {
     return !Cluster::Get()->client().Get({"kueue.x-k8s.io", "v1beta2", "clusterqueues", "", "rbac-cq", ""}).ok();
   }));
+}
+
+// The nodes the pods of one attempt of a job are placed on.
+std::set<std::string> NodesOf(const std::string& job_id, int attempt) {
+  kube::ListOptions mine;
+  mine.label_selector = "taugrid.io/job-id=" + job_id + ",taugrid.io/attempt=" + std::to_string(attempt);
+  auto pods = Cluster::Get()->client().List({"", "v1", "pods", "", "", ""}, mine);
+  std::set<std::string> nodes;
+  if (!pods.ok()) return nodes;
+  for (const json& pod : (*pods)["items"]) {
+    const std::string node = pod["spec"].value("nodeName", "");
+    if (!node.empty()) nodes.insert(node);
+  }
+  return nodes;
+}
+
+json GetNode(const std::string& name) {
+  auto node = Cluster::Get()->client().Get({"", "v1", "nodes", "", name, ""});
+  return node.ok() ? *node : json::object();
+}
+
+std::string NodeCondition(const json& node) {
+  for (const json& c : node["status"].value("conditions", json::array())) {
+    if (c.value("type", "") == "TauGridGPUHealthy") return c.value("status", "");
+  }
+  return "";
+}
+
+bool AgentTainted(const json& node) {
+  for (const json& t : node["spec"].value("taints", json::array())) {
+    if (t.value("key", "") == "taugrid.io/gpu-unhealthy" && t.value("effect", "") == "NoSchedule") return true;
+  }
+  return false;
+}
+
+// taugrid-agent on one kwok node, its GPUs from the fake NVML library.
+class Agent {
+ public:
+  Agent(std::string node, std::string scenario, int metrics_port, const std::string& tag = "") {
+    log_ = fs::path(g_work_dir) / ("agent-" + node + tag + ".log");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      FILE* out = std::freopen(log_.c_str(), "w", stdout);
+      (void)out;
+      ::dup2(STDOUT_FILENO, STDERR_FILENO);
+      ::setenv("TAU_NVML_LIBRARY", TAU_FAKE_NVML_PATH, 1);
+      ::setenv("TAU_FAKE_NVML", scenario.c_str(), 1);
+      std::vector<std::string> args = {testing::BinPath("taugrid-agent"), "--node", node, "--kubeconfig",
+                                       Cluster::Get()->agent_kubeconfig(), "--poll-interval", "200ms",
+                                       "--metrics-address", "127.0.0.1", "--metrics-port", std::to_string(metrics_port),
+                                       "--log-format", "logfmt"};
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  ~Agent() { Stop(SIGTERM); }
+  void Stop(int signal) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, signal);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  std::string log() const {
+    std::ifstream in(log_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+ private:
+  fs::path log_;
+  pid_t pid_ = -1;
+};
+
+// The agent's /metrics (curl through sh: RunCommand does not search PATH).
+testing::CommandResult Scrape(int port) {
+  return testing::RunCommand({"/bin/sh", "-c", "curl -sf http://127.0.0.1:" + std::to_string(port) + "/metrics"});
+}
+
+std::string FakeGpus(int count, const std::string& events) {
+  json devices = json::array();
+  for (int i = 0; i < count; ++i) {
+    devices.push_back({{"uuid", "GPU-kwok-" + std::to_string(i)}, {"name", "NVIDIA H100 80GB HBM3"},
+                       {"memory_total_mib", 81559}, {"temperature_c", 40}, {"power_mw", 70000},
+                       {"utilization_gpu", 0}, {"ecc_uncorrected", 0}, {"ecc_corrected", 0}});
+  }
+  return json{{"driver_version", "580.159.03"}, {"cuda_version", 13000}, {"devices", devices},
+              {"events", json::parse(events)}}
+      .dump();
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// The node agent end to end: a fatal XID on a GPU of the node a job runs
+// on makes the node's condition False and taints it; the job is stopped
+// and retried, uncharged, on the other node, where kube-scheduler also
+// puts new work; an operator's clear removes the taint.
+TEST_F(KubeBackendTest, AFatalGpuFaultTaintsItsNodeAndTheJobOnItMovesToTheOtherNode) {
+  if (home_.empty()) {
+    return;
+  }
+  Daemon d(home_);
+  ASSERT_TRUE(d.Start(kHold)) << d.log();
+  const std::string id = Submit(d, "on-faulty-node", 4);
+  ASSERT_TRUE(Eventually(60, [&] { return d.State("on-faulty-node") == "Running" && NodesOf(id, 1).size() == 1; }))
+      << d.log();
+  const std::string bad = *NodesOf(id, 1).begin();
+
+  const fs::path scenario = fs::path(g_work_dir) / "fake-nvml.json";
+  std::ofstream(scenario) << FakeGpus(8, "[]");
+  const int port = FreePort();
+  auto agent = std::make_unique<Agent>(bad, scenario.string(), port);
+  ASSERT_TRUE(Eventually(30, [&] { return NodeCondition(GetNode(bad)) == "True"; })) << agent->log();
+  EXPECT_FALSE(AgentTainted(GetNode(bad)));
+
+  // XID 95 (uncontained ECC error) on GPU 1: within 10 s the node says so.
+  {
+    std::ofstream(scenario.string() + ".tmp") << FakeGpus(8, R"([{"at_s": 0, "gpu": 1, "xid": 95}])");
+    fs::rename(scenario.string() + ".tmp", scenario);
+  }
+  ASSERT_TRUE(Eventually(10, [&] {
+    json node = GetNode(bad);
+    return NodeCondition(node) == "False" && AgentTainted(node);
+  })) << GetNode(bad).dump(2) << "\n" << agent->log();
+  json node = GetNode(bad);
+  json gpus = json::parse(node["metadata"]["annotations"].value("taugrid.io/gpu-health", "[]"));
+  ASSERT_EQ(gpus.size(), 8u);
+  EXPECT_EQ(gpus[1]["health"], "Unhealthy");
+  EXPECT_EQ(gpus[0]["health"], "Healthy");
+  // kubectl describe node shows why: a Warning Event on the Node.
+  kube::ListOptions on_node;
+  on_node.field_selector = "involvedObject.kind=Node,involvedObject.name=" + bad;
+  auto node_events = Cluster::Get()->client().List({"", "v1", "events", "default", "", ""}, on_node);
+  ASSERT_TRUE(node_events.ok()) << node_events.status().ToString();
+  bool warned = false;
+  for (const json& e : (*node_events)["items"]) {
+    warned |= e.value("type", "") == "Warning" && e.value("reason", "") == "XidFatal" &&
+              e.value("message", "").find("XID 95") != std::string::npos;
+  }
+  EXPECT_TRUE(warned) << node_events->dump(2) << "\n" << agent->log();
+
+  // The job on it is stopped and retried on the other node, not charged.
+  ASSERT_TRUE(Eventually(90, [&] {
+    return d.Status("on-faulty-node").value("attempt", 0) == 2 && d.State("on-faulty-node") == "Running" &&
+           NodesOf(id, 2).size() == 1;
+  })) << d.Status("on-faulty-node").dump(2) << "\n" << d.log();
+  EXPECT_NE(*NodesOf(id, 2).begin(), bad);
+  auto events = d.Tau({"events", "on-faulty-node"});
+  EXPECT_THAT(events.out, HasSubstr("GpuFault")) << events.out << events.err;
+  // New work goes to the healthy node too (kube-scheduler, the taint).
+  const std::string fresh = Submit(d, "after-fault", 4);
+  ASSERT_TRUE(Eventually(60, [&] { return d.State("after-fault") == "Running" && NodesOf(fresh, 1).size() == 1; }))
+      << d.log();
+  EXPECT_NE(*NodesOf(fresh, 1).begin(), bad);
+
+  // tau nodes shows it; the agent's metrics carry dcgm-exporter's names.
+  auto nodes = d.Tau({"nodes"});
+  EXPECT_EQ(nodes.exit_code, 0) << nodes.err;
+  EXPECT_THAT(nodes.out, HasSubstr("Unhealthy"));
+  EXPECT_THAT(nodes.out, HasSubstr("tainted"));
+  EXPECT_THAT(nodes.out, HasSubstr("GPU 1 GPU-kwok-1: Unhealthy"));
+  auto metrics = Scrape(port);
+  EXPECT_THAT(metrics.out, HasSubstr("DCGM_FI_DEV_XID_ERRORS{gpu=\"1\",UUID=\"GPU-kwok-1\""));
+  EXPECT_THAT(metrics.out, HasSubstr("taugrid_agent_node_healthy{node=\"" + bad + "\"} 0"));
+
+  // The agent is killed and replaced (a pod restart, an upgrade). NVML
+  // does not replay the XID to the new one; the Node's record keeps the
+  // fault until an operator clears it.
+  {
+    std::ofstream(scenario.string() + ".tmp") << FakeGpus(8, "[]");
+    fs::rename(scenario.string() + ".tmp", scenario);
+  }
+  agent->Stop(SIGKILL);
+  const int port2 = FreePort();
+  agent = std::make_unique<Agent>(bad, scenario.string(), port2, "-2");
+  ASSERT_TRUE(Eventually(30, [&] { return agent->log().find("stays Unhealthy") != std::string::npos; }))
+      << agent->log();
+  {
+    EXPECT_TRUE(Eventually(10, [&] {
+      return Scrape(port2).out.find("taugrid_agent_node_healthy{node=\"" + bad + "\"} 0") != std::string::npos;
+    })) << Scrape(port2).out;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // several polls of the new agent
+  node = GetNode(bad);
+  EXPECT_EQ(NodeCondition(node), "False") << node.dump(2) << "\n" << agent->log();
+  EXPECT_TRUE(AgentTainted(node)) << node.dump(2);
+
+  // After the repair the operator clears the fault: the taint goes.
+  auto cleared = Cluster::Get()->client().MergePatch({"", "v1", "nodes", "", bad, ""},
+                                                     {{"metadata", {{"annotations", {{"taugrid.io/gpu-clear", "all"}}}}}});
+  ASSERT_TRUE(cleared.ok()) << cleared.status().ToString();
+  EXPECT_TRUE(Eventually(30, [&] {
+    json n = GetNode(bad);
+    return NodeCondition(n) == "True" && !AgentTainted(n) &&
+           !n["metadata"].value("annotations", json::object()).contains("taugrid.io/gpu-clear");
+  })) << GetNode(bad).dump(2) << "\n" << agent->log();
+
+  auto cancel = d.Tau({"cancel", "on-faulty-node", "after-fault"});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_TRUE(Eventually(60, [&] { return ObjectsOf("jobs", id) == 0 && ObjectsOf("jobs", fresh) == 0; }));
 }
 
 // Last: it leaves the cluster with an API server this process started.
