@@ -569,6 +569,21 @@ int RunServerStop() {
   return kExitOk;
 }
 
+int RunServerToken() {
+  TauHome home(TauHome::DefaultRoot());
+  std::ifstream in(home.token());
+  std::string token;
+  std::getline(in, token);
+  if (!in.good() && token.empty()) {
+    std::fprintf(stderr, "tau: no token in %s: no taugridd has started with TAU_HOME %s\n", home.token().c_str(),
+                 home.root().c_str());
+    return kExitFailure;
+  }
+  // For TAU_TOKEN elsewhere: `kubectl exec deploy/taugrid -- tau server token`.
+  std::printf("%s\n", token.c_str());
+  return kExitOk;
+}
+
 int RunServerStatus() {
   auto endpoint = ConnectToServer(/*start_if_needed=*/false);
   if (!endpoint.ok()) {

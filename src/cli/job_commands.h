@@ -55,6 +55,8 @@ int RunPrune(const std::string& older_than, int64_t keep);
 int RunServerStart(bool foreground, const std::string& listen, std::vector<std::string> daemon_args = {});
 int RunServerStop();
 int RunServerStatus();
+// Prints TAU_HOME/token, the API token clients elsewhere use as TAU_TOKEN.
+int RunServerToken();
 
 // Follows a job's logs (every attempt) until it ends and returns the exit
 // code `tau run -f` reports: the job's exit code, 128+N when a signal N

@@ -365,6 +365,10 @@ int Main(int argc, char** argv) {
   server_cmd->add_subcommand("status", "Show whether taugridd runs, where, and its jobs")->callback([&] {
     exit_code = RunServerStatus();
   });
+  server_cmd
+      ->add_subcommand("token", "Print this TAU_HOME's API token, for TAU_TOKEN on another machine (e.g. through "
+                                "kubectl exec deploy/taugrid -- tau server token)")
+      ->callback([&] { exit_code = RunServerToken(); });
 
   if (auto unknown = UnknownSubcommand(&app, argc, argv)) {
     std::fprintf(stderr, "%s\n", unknown->c_str());
