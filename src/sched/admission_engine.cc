@@ -751,14 +751,18 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       // Kueue's order: without borrowing before borrowing, then higher
       // priority, then older; whether a head fits or must preempt does not
       // matter.
-      std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-        if (a.choice.admission.borrowing_level != b.choice.admission.borrowing_level) {
-          return a.choice.admission.borrowing_level < b.choice.admission.borrowing_level;
+      // (Pointers are sorted: a Candidate is large to move.)
+      std::vector<Candidate*> order;
+      order.reserve(candidates.size());
+      for (Candidate& c : candidates) order.push_back(&c);
+      std::stable_sort(order.begin(), order.end(), [](const Candidate* a, const Candidate* b) {
+        if (a->choice.admission.borrowing_level != b->choice.admission.borrowing_level) {
+          return a->choice.admission.borrowing_level < b->choice.admission.borrowing_level;
         }
-        if (a.workload->priority != b.workload->priority) return a.workload->priority > b.workload->priority;
-        return a.workload->seq < b.workload->seq;
+        if (a->workload->priority != b->workload->priority) return a->workload->priority > b->workload->priority;
+        return a->workload->seq < b->workload->seq;
       });
-      for (Candidate& c : candidates) process(c);
+      for (Candidate* c : order) process(*c);
     }
     for (const auto& [node, hold] : cycle_reserved) tree_.RemoveUsage(node, hold);
     cycle_reserved.clear();

@@ -218,7 +218,21 @@ class AdmissionEngine {
     const Workload* workload;
     const Admission* admission;
     bool scored = false;
-    std::map<QuotaTree::NodeId, Score> scores;  // per node on its path below the root
+    // Per node on its path below the root, leaf first (a path is short:
+    // a vector searched in order beats a map).
+    std::vector<std::pair<QuotaTree::NodeId, Score>> scores;
+    const Score& ScoreAt(QuotaTree::NodeId n) const {
+      for (const auto& [node, score] : scores) {
+        if (node == n) return score;
+      }
+      return scores.front().second;  // not reached: winner() asks only for nodes on the path
+    }
+    bool Scores(QuotaTree::NodeId n) const {
+      for (const auto& entry : scores) {
+        if (entry.first == n) return true;
+      }
+      return false;
+    }
   };
   size_t TournamentWinner(std::vector<Head>& heads);
   std::vector<int> head_slot_;  // TournamentWinner's scratch: head per ClusterQueue node, -1 when none

@@ -50,7 +50,7 @@ size_t AdmissionEngine::TournamentWinner(std::vector<Head>& heads) {
     for (QuotaTree::NodeId n = h.queue->node; tree_.Parent(n); n = *tree_.Parent(n)) {
       bool borrows = false;
       for (const auto& [fr, used] : tree_.UsageOf(n)) borrows = borrows || used > tree_.SubtreeQuota(n, fr);
-      h.scores[n] = {borrows, WeightedShareOf(n)};
+      h.scores.emplace_back(n, Score{borrows, WeightedShareOf(n)});
     }
     tree_.RemoveUsage(h.queue->node, usage);
     h.scored = true;
@@ -68,7 +68,7 @@ size_t AdmissionEngine::TournamentWinner(std::vector<Head>& heads) {
       auto e = self(self, child);
       if (!e) continue;
       const Head& h = heads[*e];
-      const Score& score = h.scores.at(child);
+      const Score& score = h.ScoreAt(child);
       auto key = std::make_tuple(score.borrows, score.share, -h.workload->priority, h.workload->seq);
       if (!best || key < best_key) {
         best = e;
@@ -95,7 +95,7 @@ void AdmissionEngine::InvalidateScores(std::vector<Head>& heads, QuotaTree::Node
   for (Head& h : heads) {
     if (!h.scored) continue;
     for (QuotaTree::NodeId n : path) {
-      if (h.scores.count(n)) {
+      if (h.Scores(n)) {
         h.scored = false;
         break;
       }

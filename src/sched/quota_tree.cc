@@ -62,6 +62,7 @@ void QuotaTree::ComputeQuotas() const {
   local_at_.assign(nodes_.size() * pairs_, 0);
   borrowing_limit_at_.assign(nodes_.size() * pairs_, kNoLimit);
   usage_at_.assign(nodes_.size() * pairs_, 0);
+  usage_entry_at_.assign(nodes_.size() * pairs_, nullptr);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const NodeId id = static_cast<NodeId>(i);
     for (const auto& [fr, k] : index_) {
@@ -131,7 +132,9 @@ void QuotaTree::ChangeUsageAt(NodeId id, const FlavorResource& fr, int k, int64_
     const int64_t before = usage_at_[slot];
     const int64_t after = before + delta;
     usage_at_[slot] = after;
-    node(id).usage[fr] = after;
+    int64_t*& entry = usage_entry_at_[slot];
+    if (!entry) entry = &node(id).usage[fr];
+    *entry = after;
     // Only usage beyond the local (never lent) quota reaches the parent.
     auto parent = node(id).parent;
     if (!parent) return;

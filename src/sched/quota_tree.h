@@ -137,6 +137,10 @@ class QuotaTree {
   mutable std::map<FlavorResource, int> index_;
   mutable size_t pairs_ = 0;
   mutable std::vector<int64_t> subtree_at_, local_at_, borrowing_limit_at_, usage_at_;
+  // Per slot, the node's usage map entry once written (map entries never
+  // move or go; rebuilt with the slots), so that a usage change writes the
+  // map without searching it.
+  mutable std::vector<int64_t*> usage_entry_at_;
 };
 
 }  // namespace tau::sched
