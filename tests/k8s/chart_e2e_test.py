@@ -25,13 +25,16 @@ The pod's network is the host's. When the Deployment's template changes
 (`helm upgrade`), the pod is replaced as strategy Recreate does: the old
 process gets SIGTERM and ends before the new one starts, on the same PV.
 
-The scenario: install (--wait: the Deployment and the agent DaemonSet
-Available); the token through the pod (`tau server token`, as `kubectl
+The scenario: install (--wait: the Deployment and the agent DaemonSet on
+both GPU nodes Available, the state PVC Bound, the ClusterQueue Active in
+Kueue, a LocalQueue in each workspace); the token through the pod (`tau server token`, as `kubectl
 exec` would run it); `tau run` of a job through Kueue to Succeeded; an
 upgrade that adds a server flag (the pod replaced): the finished job, its
 events and the database are still there, and a second job is held running;
 a second upgrade: the running job is adopted at attempt 1 with its one
-Job object, then cancelled (its objects deleted); uninstall stops the pod.
+Job object, then cancelled (its objects deleted); both upgrades keep the
+same PVC; uninstall stops the pod and leaves no object of the release but
+the state PVC (the workspace namespaces go).
 
 Needs root (the cluster, chroot, mounts); exit 77 (skipped) saying why
 without it. Exit 0 passed, 1 failed.
@@ -303,6 +306,42 @@ class ServerPod:
             return f.read()[-4000:]
 
 
+def check_installed(tools):
+    """What helm install --wait must leave: every workload Available, the
+    claim Bound, the platform's Kueue objects active."""
+    deployment = tools.get("deployment", RELEASE, "-n", NAMESPACE)
+    available = [c["status"] for c in deployment["status"].get("conditions", []) if c["type"] == "Available"]
+    check(available == ["True"], f"Deployment {RELEASE} is Available: {available}")
+    ds = tools.get("daemonset", "taugrid-agent", "-n", NAMESPACE)["status"]
+    check((ds.get("desiredNumberScheduled"), ds.get("numberAvailable")) == (2, 2),
+          f"DaemonSet taugrid-agent Available on both GPU nodes: {ds}")
+    check(tools.get("pvc", "taugrid-state", "-n", NAMESPACE)["status"].get("phase") == "Bound", "the state PVC is Bound")
+
+    def active():
+        cq = tools.get("clusterqueue", "gpu")
+        return [c["status"] for c in cq.get("status", {}).get("conditions", []) if c["type"] == "Active"] == ["True"]
+    check(eventually(30, active), "ClusterQueue gpu is Active in Kueue")
+    for ns in ("team-vision", "team-speech"):
+        check(tools.kubectl("get", "localqueue", "default", "-n", ns, check_ok=False).returncode == 0,
+              f"a LocalQueue default in workspace {ns}")
+
+
+def check_uninstalled(tools, pvc_uid):
+    """helm uninstall leaves no object of the release but the state PVC."""
+    kinds = [k for k in tools.kubectl("api-resources", "--verbs=list", "-o", "name").stdout.split()
+             if not k.startswith("events")]
+    listed = tools.kubectl("get", ",".join(kinds), "-A", "-l", f"app.kubernetes.io/instance={RELEASE}",
+                           "-o", "json", check_ok=False)
+    left = sorted({f"{o['kind']}/{o['metadata']['name']}" for o in json.loads(listed.stdout or '{"items": []}')["items"]
+                   if o["kind"] != "Namespace"})
+    check(left == ["PersistentVolumeClaim/taugrid-state"], f"after uninstall only the state PVC is left: {left}")
+    for ns in ("team-vision", "team-speech"):
+        r = tools.kubectl("get", "namespace", ns, "-o", "json", check_ok=False)
+        phase = json.loads(r.stdout)["status"]["phase"] if r.returncode == 0 else "gone"
+        check(phase in ("gone", "Terminating"), f"workspace namespace {ns} goes with the release: {phase}")
+    check(tools.get("pvc", "taugrid-state", "-n", NAMESPACE)["metadata"]["uid"] == pvc_uid, "the same PVC stays")
+
+
 def helm_args(source, port, extra):
     chart = os.path.join(source, "charts", "taugrid")
     return [chart, "-n", NAMESPACE, "-f", os.path.join(chart, "examples", "one-gpu-class.yaml"),
@@ -354,6 +393,8 @@ def main(source, build, work):
         port = free_port()
         print("== helm install")
         tools.helm("install", RELEASE, *helm_args(source, port, ["--create-namespace"]))
+        check_installed(tools)
+        pvc_uid = tools.get("pvc", "taugrid-state", "-n", NAMESPACE)["metadata"]["uid"]
         pod = ServerPod(tools, root, image_env, work)
         pod.start()
         if not check(eventually(90, pod.answers), f"the installed taugridd answers /healthz: {pod.log()}"):
@@ -410,7 +451,9 @@ def main(source, build, work):
         held = submit("held")
         check(eventually(120, lambda: status("held").get("state") == "Running"),
               f"a job submitted after the upgrade runs: {status('held')}\n{pod.log()}")
-        print(f"ok: upgraded; {quick} kept, {held} Running")
+        check(tools.get("pvc", "taugrid-state", "-n", NAMESPACE)["metadata"]["uid"] == pvc_uid,
+              "the upgrade keeps the same state PVC")
+        print(f"ok: upgraded; the same PVC; {quick} kept, {held} Running")
 
         print("== helm upgrade (again, with a job running)")
         tools.helm("upgrade", RELEASE, *helm_args(source, port, [f"--set-json=server.extraArgs={json.dumps(HOLD)}",
@@ -435,7 +478,8 @@ def main(source, build, work):
         rc = pod.stop()
         check(rc == 0, f"the pod's taugridd ends with status 0 on SIGTERM, not {rc}")
         pod = None
-        print("ok: uninstalled")
+        check_uninstalled(tools, pvc_uid)
+        print("ok: uninstalled; only the state PVC is left")
     except (RuntimeError, subprocess.SubprocessError, OSError, KeyError, ValueError) as e:
         fail(f"{type(e).__name__}: {e}")
     finally:
