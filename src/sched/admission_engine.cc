@@ -221,16 +221,17 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
   }
   for (const auto& group : q.spec->resource_groups) {
     // The resources of this group the workload asks for.
-    std::vector<std::pair<std::string, int64_t>> wanted;
+    std::vector<std::pair<const std::string*, int64_t>> wanted;
     for (const auto& r : group.covered_resources) {
       auto it = w.per_pod.find(r);
-      if (it != w.per_pod.end() && it->second > 0) wanted.emplace_back(r, it->second * w.count);
+      if (it != w.per_pod.end() && it->second > 0) wanted.emplace_back(&r, it->second * w.count);
     }
     if (wanted.empty()) continue;
     int best_rank = -1;
     Fit best_fit = Fit::kNoFit;
     int best_level = 0;
-    std::string best_flavor, mismatch;
+    const std::string* best_flavor = nullptr;
+    std::string mismatch;
     // The first shortfall met, formatted only when the group's verdict
     // names it (a later flavor that fits makes it moot).
     struct Gap {
@@ -262,17 +263,17 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
       Fit fit = Fit::kFit;
       int level = 0;
       for (const auto& [resource, amount] : wanted) {
-        auto r = tree_.Check(q.node, {f.name, resource}, amount);
+        auto r = tree_.Check(q.node, f.name, *resource, amount);
         if (static_cast<int>(r.fit) < static_cast<int>(fit)) fit = r.fit;
         level = std::max(level, r.borrowing_level);
-        if (r.fit != Fit::kFit && gap.fit == Fit::kFit) gap = {r.fit, &resource, &f.name, amount};
+        if (r.fit != Fit::kFit && gap.fit == Fit::kFit) gap = {r.fit, resource, &f.name, amount};
       }
       if (fit == Fit::kNeedsPreemption && simulate_preemption && q.spec->flavor_fungibility.when_can_preempt == "MayStopSearch") {
         // Would preempting on this flavor find victims? Without any, the
         // search goes on as if the flavor did not fit now. A queue that
         // never preempts has none, whoever asks.
         FlavorResourceAmounts on_flavor;
-        for (const auto& [resource, amount] : wanted) on_flavor[{f.name, resource}] = amount;
+        for (const auto& [resource, amount] : wanted) on_flavor[{f.name, *resource}] = amount;
         const Preemption& p = q.spec->preemption;
         const bool never = p.within_cluster_queue == "Never" && p.reclaim_within_cohort == "Never";
         if (!never) *consulted_victims = true;
@@ -281,7 +282,7 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
             best_rank = Rank(fit, level);
             best_fit = fit;
             best_level = level;
-            best_flavor = f.name;
+            best_flavor = &f.name;
           }
           continue;
         }
@@ -291,7 +292,7 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
         best_rank = rank;
         best_fit = fit;
         best_level = level;
-        best_flavor = f.name;
+        best_flavor = &f.name;
       }
       if (fit == Fit::kFit && level == 0) break;
       const FlavorFungibility& ff = q.spec->flavor_fungibility;
@@ -318,8 +319,8 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
     }
     out.admission.borrowing_level = std::max(out.admission.borrowing_level, best_level);
     for (const auto& [resource, amount] : wanted) {
-      out.admission.flavors[resource] = best_flavor;
-      out.admission.usage[{best_flavor, resource}] += amount;
+      out.admission.flavors[*resource] = *best_flavor;
+      out.admission.usage[{*best_flavor, *resource}] += amount;
     }
   }
   return out;
@@ -672,7 +673,12 @@ std::vector<Admission> AdmissionEngine::Schedule() {
           continue;
         }
         ++pass_stats_.nominated;
-        candidates.push_back({&q, &w, AssignFlavors(q, w, /*simulate_preemption=*/true), {}});
+        // The queue keeps each workload's shape: not built again per cycle.
+        const std::string* shape = incremental_ ? q.pending.ShapeOf(id) : nullptr;
+        candidates.push_back({&q, &w,
+                              shape ? AssignFlavorsOfShape(q, w, /*simulate_preemption=*/true, *shape)
+                                    : AssignFlavors(q, w, /*simulate_preemption=*/true),
+                              {}});
         break;
       }
     }

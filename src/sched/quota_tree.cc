@@ -108,20 +108,20 @@ int64_t QuotaTree::Usage(NodeId id, const FlavorResource& fr) const {
   return it == node(id).usage.end() ? 0 : it->second;
 }
 
-int QuotaTree::IndexOf(const FlavorResource& fr) const {
+int QuotaTree::IndexOf(const std::string& flavor, const std::string& resource) const {
   ComputeQuotas();
   // Configurations have a handful of pairs: a scan comparing lengths first
   // beats ordered string comparisons.
   if (pairs_ <= 16) {
     for (const auto& [key, k] : index_) {
-      if (key.resource.size() == fr.resource.size() && key.flavor.size() == fr.flavor.size() &&
-          key.resource == fr.resource && key.flavor == fr.flavor) {
+      if (key.resource.size() == resource.size() && key.flavor.size() == flavor.size() && key.resource == resource &&
+          key.flavor == flavor) {
         return k;
       }
     }
     return -1;
   }
-  auto it = index_.find(fr);
+  auto it = index_.find(FlavorResource{flavor, resource});
   return it == index_.end() ? -1 : it->second;
 }
 
@@ -232,9 +232,15 @@ int64_t QuotaTree::Borrowed(NodeId id, const FlavorResource& fr) const {
   return std::max<int64_t>(0, Usage(id, fr) - SubtreeQuota(id, fr));
 }
 
-QuotaTree::FitResult QuotaTree::Check(NodeId cq, const FlavorResource& fr, int64_t amount) const {
+QuotaTree::FitResult QuotaTree::Check(NodeId cq, const std::string& flavor, const std::string& resource,
+                                      int64_t amount) const {
+  if (const int k = IndexOf(flavor, resource); k >= 0) return CheckAt(cq, k, amount);
+  return Check(cq, FlavorResource{flavor, resource}, amount);
+}
+
+QuotaTree::FitResult QuotaTree::CheckAt(NodeId cq, int k, int64_t amount) const {
   FitResult result;
-  if (const int k = IndexOf(fr); k >= 0) {
+  {
     if (amount > PotentialAvailableAt(cq, k)) return result;
     result.fit = amount > AvailableAt(cq, k) ? Fit::kNeedsPreemption : Fit::kFit;
     std::optional<NodeId> at = cq;
@@ -252,6 +258,12 @@ QuotaTree::FitResult QuotaTree::Check(NodeId cq, const FlavorResource& fr, int64
     result.borrowing_level = level;
     return result;
   }
+}
+
+QuotaTree::FitResult QuotaTree::Check(NodeId cq, const FlavorResource& fr, int64_t amount) const {
+  if (const int k = IndexOf(fr); k >= 0) return CheckAt(cq, k, amount);
+  // A pair no node declares: no quota anywhere.
+  FitResult result;
   if (amount > PotentialAvailable(cq, fr)) return result;  // kNoFit: never, whatever finishes
   if (amount > Available(cq, fr)) {
     result.fit = Fit::kNeedsPreemption;

@@ -81,6 +81,8 @@ class QuotaTree {
   };
   // Whether `amount` more of `fr` fits `cluster_queue` now.
   FitResult Check(NodeId cluster_queue, const FlavorResource& fr, int64_t amount) const;
+  // The same, without building the pair (the hot path of flavor assignment).
+  FitResult Check(NodeId cluster_queue, const std::string& flavor, const std::string& resource, int64_t amount) const;
 
   const std::string& Name(NodeId node) const { return nodes_[static_cast<size_t>(node)].name; }
   bool IsCohort(NodeId node) const { return nodes_[static_cast<size_t>(node)].cohort; }
@@ -109,7 +111,9 @@ class QuotaTree {
   // arrays, instead of looking a pair up in each node's maps at every
   // level; the maps stay for the per-node views (UsageOf, SubtreeQuotas).
   // -1 for a pair no node declares.
-  int IndexOf(const FlavorResource& fr) const;
+  int IndexOf(const FlavorResource& fr) const { return IndexOf(fr.flavor, fr.resource); }
+  int IndexOf(const std::string& flavor, const std::string& resource) const;
+  FitResult CheckAt(NodeId cluster_queue, int k, int64_t amount) const;
   size_t Slot(NodeId id, int k) const { return static_cast<size_t>(id) * pairs_ + static_cast<size_t>(k); }
   int64_t AvailableAt(NodeId id, int k) const;
   int64_t PotentialAvailableAt(NodeId id, int k) const;
