@@ -134,8 +134,43 @@ size_t FirstInvalidUtf8Byte(std::string_view text) {
   return std::string_view::npos;
 }
 
+namespace {
+
+// Where `body` first nests deeper than `limit` arrays and objects (strings
+// skipped), or npos. Checked before parsing: code that walks a parsed
+// value recursively (dump, spec checks) must not meet a depth that
+// overflows a thread's stack.
+size_t FirstTooDeep(std::string_view body, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 Result<json> ParseJsonObjectBody(std::string_view body, json* details) {
   if (body.empty()) return InvalidArgumentError("the request body is empty; send a JSON object");
+  if (const size_t deep = FirstTooDeep(body, kMaxJsonBodyDepth); deep != std::string_view::npos) {
+    if (details) *details = {{"offset", deep}};
+    return InvalidArgumentError(fmt::format("the request body nests arrays and objects deeper than {} levels "
+                                            "(at offset {})",
+                                            kMaxJsonBodyDepth, deep));
+  }
   json value = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!value.is_discarded()) {
     if (!value.is_object()) {

@@ -18,6 +18,9 @@ namespace tau::server {
 // - JSON that is not an object: what it is instead.
 // The details of the UTF-8 error are also given as `*details` (offset,
 // byte, field) when `details` is not null.
+// Deeper bodies are refused before they are parsed (no spec or manifest
+// nests anywhere near it).
+inline constexpr int kMaxJsonBodyDepth = 64;
 Result<nlohmann::json> ParseJsonObjectBody(std::string_view body, nlohmann::json* details = nullptr);
 
 // The offset of the first byte of `text` that does not start or continue

@@ -42,6 +42,20 @@ TEST(ApiBodyTest, InvalidUtf8InAListOrAKeyOrATruncatedCharacter) {
   EXPECT_THAT(ErrorOf(std::string(R"({"name": ")") + "\xed\xa0\x80" + "\"}"), HasSubstr("byte 0xED at offset 10"));
 }
 
+TEST(ApiBodyTest, NestingDeeperThanTheLimitIsRefusedBeforeParsing) {
+  // 20,000 levels once overflowed a request thread's stack in code that
+  // walks the parsed spec.
+  const std::string deep = "{\"spec\": " + std::string(20000, '[') + std::string(20000, ']') + "}";
+  EXPECT_THAT(ErrorOf(deep), HasSubstr("nests arrays and objects deeper than 64 levels (at offset 72)"));
+  // Brackets inside strings do not count; the limit itself is accepted.
+  const std::string quoted = "{\"a\": \"" + std::string(1000, '[') + "\"}";
+  EXPECT_TRUE(ParseJsonObjectBody(quoted).ok());
+  const std::string at_limit = std::string(1, '{') + "\"a\": " + std::string(63, '[') + std::string(63, ']') + "}";
+  EXPECT_TRUE(ParseJsonObjectBody(at_limit).ok()) << ParseJsonObjectBody(at_limit).error().ToString();
+  const std::string escaped = "{\"a\": \"\\\"" + std::string(100, '{') + "\"}";
+  EXPECT_TRUE(ParseJsonObjectBody(escaped).ok()) << "an escaped quote does not end the string";
+}
+
 TEST(ApiBodyTest, OtherErrorsSayWhatTheBodyIs) {
   EXPECT_THAT(ErrorOf("[1, 2]"), HasSubstr("the request body is an array; send a JSON object"));
   EXPECT_THAT(ErrorOf(""), HasSubstr("the request body is empty"));
