@@ -125,7 +125,15 @@ void AddJobListRoutes(httplib::Server& server, const ApiContext& ctx) {
   static PageBuildGate gate(PageBuildGate::DefaultBound(), TrimHeap);
   server.Get("/api/v1/jobs", [ctx](const httplib::Request& req, httplib::Response& res) {
     auto query = ParseListQuery(req);
-    if (!query.ok()) return SendError(res, query.status());
+    if (!query.ok()) {
+      // BadParameter's message begins "parameter NAME: ": the name goes in
+      // details.parameter, as for the other routes' query parameters.
+      const std::string message = query.status().message();
+      if (message.rfind("parameter ", 0) == 0 && message.find(':') != std::string::npos) {
+        return SendError(res, query.status(), {{"parameter", message.substr(10, message.find(':') - 10)}});
+      }
+      return SendError(res, query.status());
+    }
     // Held until the body is serialized; what is left is one string.
     PageBuildGate::Slot slot = gate.Enter();
     auto view = ctx.publisher->Current();

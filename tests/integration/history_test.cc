@@ -126,6 +126,7 @@ TEST_F(HistoryTest, BadListParametersAreRefusedNamingTheParameter) {
     ASSERT_TRUE(body.is_object()) << reply;
     EXPECT_EQ(body["code"], "InvalidArgument") << c.query;
     EXPECT_THAT(body["message"].get<std::string>(), HasSubstr(c.named)) << c.query;
+    EXPECT_EQ(body["details"]["parameter"], c.named.substr(10)) << c.query << ": " << reply;
   }
 }
 
