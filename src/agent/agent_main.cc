@@ -81,7 +81,12 @@ Flags ParseFlags(int argc, char** argv) {
     auto duration = [&](Duration min) {
       const std::string text = value();
       auto d = ParseDuration(text);
-      if (!d.ok() || *d < min) Usage(fmt::format("{} is a duration of at least {} (e.g. 15s), not \"{}\"", a, FormatDuration(min), text));
+      // At most a day: time arithmetic on larger values overflows.
+      const Duration max = std::chrono::hours(24);
+      if (!d.ok() || *d < min || *d > max) {
+        Usage(fmt::format("{} is a duration from {} to {} (e.g. 15s), not \"{}\"", a, FormatDuration(min),
+                          FormatDuration(max), text));
+      }
       return *d;
     };
     if (a == "--version") {
@@ -331,6 +336,17 @@ int Run(const Flags& flags) {
     NodeUpdate update =
         PlanNodeUpdate(node, health, flags.action, FormatRfc3339(SystemClock::Get()->Now()), heartbeat, clear_done);
     bool ok = true;
+    // The Node first: it carries the resourceVersion it was planned from,
+    // which the status patch would change.
+    if (!update.node_patch.is_null()) {
+      if (auto patched = api.MergePatch(node_ref, update.node_patch); patched.ok()) {
+        node = *patched;  // the watch brings the same; plan from it meanwhile
+      } else {
+        // A conflict: the watch brings the newer Node, and the plan is made again.
+        ok = false;
+        log::Warn("agent", "cannot update the node", {{"error", patched.status().ToString()}});
+      }
+    }
     if (!update.status_patch.is_null()) {
       if (auto patched = api.StrategicMergePatch(status_ref, update.status_patch); patched.ok()) {
         last_heartbeat = now;
@@ -350,15 +366,6 @@ int Run(const Flags& flags) {
       } else {
         ok = false;
         log::Warn("agent", "cannot write the node's condition", {{"error", patched.status().ToString()}});
-      }
-    }
-    if (!update.node_patch.is_null()) {
-      if (auto patched = api.MergePatch(node_ref, update.node_patch); patched.ok()) {
-        node = *patched;  // the watch brings the same; plan from it meanwhile
-      } else {
-        // A conflict: the watch brings the newer Node, and the plan is made again.
-        ok = false;
-        log::Warn("agent", "cannot update the node", {{"error", patched.status().ToString()}});
       }
     }
     dirty = !ok;

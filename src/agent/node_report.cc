@@ -35,7 +35,11 @@ std::vector<std::string> RestoreFromNode(const json& node, NodeGpuHealth& health
   const json gpus = json::parse(it->get<std::string>(), nullptr, /*allow_exceptions=*/false);
   if (!gpus.is_array()) return restored;
   for (const json& g : gpus) {
-    if (!g.is_object() || g.value("health", "") != "Unhealthy" || !g.contains("uuid") || !g["uuid"].is_string()) continue;
+    // Typed by hand: anyone who may annotate the node writes here.
+    if (!g.is_object() || !g.contains("health") || g["health"] != "Unhealthy" || !g.contains("uuid") ||
+        !g["uuid"].is_string()) {
+      continue;
+    }
     const std::string uuid = g["uuid"].get<std::string>();
     const std::string reason = g.contains("reason") && g["reason"].is_string() ? g["reason"].get<std::string>() : "";
     const std::string message = g.contains("message") && g["message"].is_string() ? g["message"].get<std::string>() : "";
@@ -119,7 +123,12 @@ NodeUpdate PlanNodeUpdate(const json& node, const NodeGpuHealth& health, Unhealt
   if (want_ours) {
     wanted.push_back({{"key", kTaintKey}, {"value", reason}, {"effect", "NoSchedule"}});
   }
-  if (want_ours != had_ours) patch["spec"]["taints"] = wanted;
+  // The taint's value is the reason: rewritten when the reason changes.
+  bool same_value = true;
+  for (const json& t : taints) {
+    if (IsOurTaint(t) && t.value("value", "") != reason) same_value = false;
+  }
+  if (want_ours != had_ours || (want_ours && !same_value)) patch["spec"]["taints"] = wanted;
 
   const bool cordoned_by_us = annotations.contains(std::string(kCordonedAnnotation));
   const bool unschedulable = spec.value("unschedulable", false);

@@ -164,7 +164,22 @@ TEST(NodeReportTest, ARestartedAgentKeepsTheFaultsTheNodeRecords) {
   EXPECT_TRUE(RestoreFromNode(broken, fresh).empty());
   broken["metadata"]["annotations"][std::string(kHealthAnnotation)] = "[{\"uuid\": 1, \"health\": \"Unhealthy\"}, 7]";
   EXPECT_TRUE(RestoreFromNode(broken, fresh).empty());
+  for (const char* typed : {"[{\"health\": 5}]", "[{\"index\": \"x\", \"health\": 5, \"uuid\": \"GPU-bbbb\"}]"}) {
+    broken["metadata"]["annotations"][std::string(kHealthAnnotation)] = typed;
+    EXPECT_TRUE(RestoreFromNode(broken, fresh).empty()) << typed;
+  }
   EXPECT_TRUE(fresh.Healthy());
+}
+
+TEST(NodeReportTest, TheTaintsValueFollowsTheReason) {
+  NodeGpuHealth h = Polled();
+  h.OnXid({1, 95});
+  json node = Node();
+  node["spec"]["taints"].push_back({{"key", kTaintKey}, {"value", "EccUncorrectable"}, {"effect", "NoSchedule"}});
+  node = Applied(node, PlanNodeUpdate(node, h, UnhealthyAction::kTaint, kNow, false, false));
+  ASSERT_EQ(node["spec"]["taints"].size(), 2u);
+  EXPECT_EQ(node["spec"]["taints"][1]["value"], "XidFatal");
+  EXPECT_TRUE(PlanNodeUpdate(node, h, UnhealthyAction::kTaint, kNow, false, false).node_patch.is_null());
 }
 
 TEST(NodeReportTest, CordonUndoesOnlyTheAgentsOwnCordon) {

@@ -39,8 +39,20 @@ NodeHealthReport NodeTable::Parse(const json& node) {
   }
   const json annotations = metadata.value("annotations", json::object());
   if (annotations.contains("taugrid.io/gpu-health") && annotations["taugrid.io/gpu-health"].is_string()) {
+    // Anyone who may annotate the node writes here: only well-typed
+    // entries are kept, so that readers (tau nodes) may trust their types.
     json gpus = json::parse(annotations["taugrid.io/gpu-health"].get<std::string>(), nullptr, false);
-    if (gpus.is_array()) r.gpus = std::move(gpus);
+    if (gpus.is_array()) {
+      r.gpus = json::array();
+      for (const json& g : gpus) {
+        if (!g.is_object() || !g.contains("index") || !g["index"].is_number_integer()) continue;
+        json kept = {{"index", g["index"]}};
+        for (const char* key : {"uuid", "model", "gpu_class", "health", "reason", "message"}) {
+          kept[key] = g.contains(key) && g[key].is_string() ? g[key] : json("");
+        }
+        r.gpus.push_back(std::move(kept));
+      }
+    }
   }
   return r;
 }
