@@ -260,6 +260,12 @@ int Run(const Flags& flags) {
       res.set_content(registry.Expose(), "text/plain; version=0.0.4");
     });
     metrics_server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+    // Scrapes and probes are short: a client that sends slowly or keeps a
+    // connection idle must not hold the few workers for long.
+    metrics_server.new_task_queue = [] { return new httplib::ThreadPool(32); };
+    metrics_server.set_read_timeout(2, 0);
+    metrics_server.set_write_timeout(5, 0);
+    metrics_server.set_keep_alive_timeout(2);
     if (!metrics_server.bind_to_port(flags.metrics_address, flags.metrics_port)) {
       log::Error("agent", "cannot listen for metrics",
                  {{"address", fmt::format("{}:{}", flags.metrics_address, flags.metrics_port)}});
@@ -304,11 +310,20 @@ int Run(const Flags& flags) {
   bool stopping = false;
   bool dirty = true;
   bool restored = false;
+  bool warned_missing = false;
+  const auto started = std::chrono::steady_clock::now();
   std::string reported;  // the condition's status+reason+message last written
   auto last_heartbeat = std::chrono::steady_clock::time_point{};
   while (!g_stop && !stopping) {
     dirty |= inbox.Wait(std::chrono::milliseconds(1000), health, node, stopping);
-    if (node.is_null()) continue;  // not listed yet
+    if (node.is_null()) {  // not listed yet
+      if (!warned_missing && std::chrono::steady_clock::now() - started > std::chrono::seconds(30)) {
+        log::Warn("agent", "the node is not in the cluster yet; nothing is reported until it is (check --node)",
+                  {{"node", flags.node}});
+        warned_missing = true;
+      }
+      continue;
+    }
     if (!restored) {
       // Before the first write: faults found by an agent before this one
       // stay until an operator clears them.
