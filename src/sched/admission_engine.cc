@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "common/quantity.h"
 
 namespace tau::sched {
 using Fit = QuotaTree::Fit;
