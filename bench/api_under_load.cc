@@ -167,8 +167,42 @@ long Threads(pid_t pid) {
 
 pid_t daemon_pid = -1;
 fs::path base_dir;
+Target daemon_target;  // set once taugridd answers
+
+// The body of a GET on a fresh connection; empty when it failed.
+std::string Get(const Target& t, const std::string& path) {
+  Connection c(t.port);
+  if (!c.ok()) return "";
+  if (!c.Send(fmt::format("GET {} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+                          path, t.token))) {
+    return "";
+  }
+  std::string res = c.Read(false, 10000);
+  size_t body = res.find("\r\n\r\n");
+  return body == std::string::npos ? "" : res.substr(body + 4);
+}
+
+// Whether every job the bench made has ended (so no shim outlives the
+// bench's folder).
+bool AllJobsEnded(const Target& t) {
+  nlohmann::json page = nlohmann::json::parse(Get(t, "/api/v1/jobs?limit=1000"), nullptr, false);
+  if (!page.is_object() || !page.contains("jobs") || !page["jobs"].is_array()) return false;
+  for (const auto& job : page["jobs"]) {
+    const std::string state = job.value("state", "");
+    if (state != "Succeeded" && state != "Failed" && state != "Cancelled") return false;
+  }
+  return true;
+}
 
 void Cleanup() {
+  if (daemon_pid > 0 && daemon_target.port != 0) {
+    // The followed job ends when the stop file is there; the probes end
+    // at once. Their shims write into the folder removed below.
+    std::ofstream(base_dir / "work" / "stop") << "";
+    for (int i = 0; i < 600 && !AllJobsEnded(daemon_target); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
   if (daemon_pid > 0) {
     ::kill(daemon_pid, SIGTERM);
     ::waitpid(daemon_pid, nullptr, 0);
@@ -241,6 +275,7 @@ int main(int argc, char** argv) {
   if (t.port == 0) Die("taugridd did not start: " + ReadFile(base_dir / "taugridd.log"));
   t.token = ReadFile(home / "token");
   t.token.erase(t.token.find_last_not_of("\n") + 1);
+  daemon_target = t;
 
   // The followed job, submitted with tau (which uploads its snapshot).
   std::ofstream(work / "job.yaml") << "schema_version: 1\nname: followed\nrun:\n  launcher: command\n"

@@ -69,6 +69,34 @@ TEST_F(ShimStatusTest, AStatusThatCannotBeWrittenLeavesItsReservation) {
   EXPECT_TRUE(StatusReserved(l.status_path)) << "the job ran: its end is unknown, not never started";
 }
 
+TEST_F(ShimStatusTest, AShimRetryingItsStatusEndsOnSigterm) {
+  // The job has ended and the write keeps failing: a stop signal ends the
+  // retrying (after one more try) instead of leaving a shim behind for
+  // --status-retry-ms.
+  ShimLaunch l = Launch({"/bin/sh", "-c", "exit 0"}, {});
+  l.fail_status_writes = 1000000;
+  l.status_retry_ms = 600000;
+  ShimExit exit;
+  ShimProcess shim = Start(l, &exit);
+  for (int i = 0; i < 3000 && Log().find("(try 2)") == std::string::npos; ++i) ::usleep(10000);
+  ASSERT_THAT(Log(), HasSubstr("(try 2)"));
+  ::kill(static_cast<pid_t>(shim.pid), SIGTERM);
+  ASSERT_TRUE(exit.Wait()) << "the shim kept retrying after SIGTERM\n" << Log();
+  EXPECT_THAT(Log(), HasSubstr("stopped by a signal; the status is not written"));
+  EXPECT_TRUE(StatusReserved(l.status_path)) << "its end stays unknown, not never started";
+}
+
+TEST_F(ShimStatusTest, AShimWhoseStatusFolderIsGoneStopsRetrying) {
+  // The attempt's folder was removed while the job ran: no write can
+  // succeed, so the shim does not wait out --status-retry-ms.
+  fs::create_directories(dir_ / "attempt");
+  ShimLaunch l = Launch({"/bin/sh", "-c", "rm -rf attempt; exit 0"}, {});
+  l.status_path = (dir_ / "attempt" / "status.json").string();
+  l.status_retry_ms = 600000;
+  ASSERT_TRUE(RunToEnd(l)) << "the shim kept retrying into a folder that is gone\n" << Log();
+  EXPECT_THAT(Log(), HasSubstr("is gone; the status is not written"));
+}
+
 TEST_F(ShimStatusTest, AStatusLeftInTheReservationIsRead) {
   // The shim wrote the whole status but could not rename it.
   std::ofstream(dir_ / "status.json.tmp") << "{\"version\":1,\"exit_code\":3,\"signal\":null}\n      \n";

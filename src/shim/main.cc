@@ -189,6 +189,15 @@ bool StillReserved(const std::string& tmp, int fd) {
 // Writes `json` to PATH.tmp (into the reservation `reserved_fd` when there
 // is one and PATH.tmp is still it), fsyncs it, renames it over PATH and
 // fsyncs the folder, so readers see either no file or the whole status.
+// Whether the folder `path` lies in is still there.
+bool FolderExists(const char* path) {
+  std::string dir = path;
+  size_t slash = dir.rfind('/');
+  dir = slash == std::string::npos ? "." : dir.substr(0, slash == 0 ? 1 : slash);
+  struct stat st;
+  return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 bool WriteStatusAtomically(const char* path, int reserved_fd, const std::string& json) {
   std::string tmp = TmpPath(path);
   bool ok;
@@ -551,8 +560,12 @@ int main(int argc, char** argv) {
   json += "}\n";
   // A failed write (the disk is full, an I/O error) is retried with a
   // growing pause: the status is the only record of how the job ended.
+  // Nothing is left to wait for when the status's folder is gone (the
+  // attempt was removed), and a stop signal ends the retrying after one
+  // more try: the job has ended, and a shim must not outlive a stop.
   const long long give_up = NowMs(CLOCK_MONOTONIC) + opt.status_retry_ms;
   long long pause_ms = 100;
+  bool stopping = false;
   for (int tries = 1;; ++tries) {
     bool ok;
     if (tries <= opt.fail_status_writes) {
@@ -563,8 +576,23 @@ int main(int argc, char** argv) {
     }
     if (ok) break;
     fprintf(stderr, "tau-shim: cannot write %s (try %d): %s\n", opt.status_path, tries, strerror(errno));
+    if (!FolderExists(opt.status_path)) {
+      fprintf(stderr, "tau-shim: the folder of %s is gone; the status is not written\n", opt.status_path);
+      return 3;
+    }
+    if (stopping) {
+      fprintf(stderr, "tau-shim: stopped by a signal; the status is not written\n");
+      return 3;
+    }
     if (NowMs(CLOCK_MONOTONIC) + pause_ms > give_up) return 3;
-    usleep(static_cast<useconds_t>(pause_ms * 1000));
+    const long long wake = NowMs(CLOCK_MONOTONIC) + pause_ms;
+    for (long long left = pause_ms; left > 0 && !stopping; left = wake - NowMs(CLOCK_MONOTONIC)) {
+      struct timespec ts = {static_cast<time_t>(left / 1000), static_cast<long>((left % 1000) * 1000000)};
+      int sig = sigtimedwait(&handled, nullptr, &ts);
+      if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) stopping = true;
+      while (waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
+    }
     pause_ms = pause_ms * 2 > 5000 ? 5000 : pause_ms * 2;
   }
   if (reserved_fd >= 0) close(reserved_fd);
