@@ -1,14 +1,16 @@
 // tau-bench-api-under-load: how fast taugridd answers while many clients
 // follow a job's log.
 //
-//   tau-bench-api-under-load [--followers N] [--samples N] [--bin DIR] [--max-ms MS]
+//   tau-bench-api-under-load [--followers N] [--half-sent N] [--samples N] [--bin DIR] [--max-ms MS]
 //
 // Starts a private taugridd (fresh TAU_HOME in a temp folder, loopback
 // only), submits one job that runs until the benchmark ends, and times
 // GET /healthz, POST /api/v1/jobs and GET /api/v1/jobs, each on a fresh
 // connection as `tau` makes them: first with no follower (the baseline),
-// then with N open `logs?follow=true` streams. Prints both and exits 1
-// when --max-ms is given and a request under load took longer. Everything
+// then with N open `logs?follow=true` streams, then with --half-sent
+// connections besides (unauthenticated clients that send half a request
+// head and stop: slowloris). Prints all three and exits 1 when --max-ms is
+// given and a request under load took longer. Everything
 // it started is stopped and removed at the end, or after 5 minutes.
 
 #include <arpa/inet.h>
@@ -221,7 +223,7 @@ void Cleanup() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int followers = 1000, samples = 50;
+  int followers = 1000, half_sent = 4000, samples = 50;
   double max_ms = 0;
   fs::path bin = fs::read_symlink("/proc/self/exe").parent_path();
   for (int i = 1; i < argc; ++i) {
@@ -232,19 +234,23 @@ int main(int argc, char** argv) {
     };
     if (a == "--followers") followers = std::atoi(value().c_str());
     else if (a == "--samples") samples = std::atoi(value().c_str());
+    else if (a == "--half-sent") half_sent = std::atoi(value().c_str());
     else if (a == "--bin") bin = value();
     else if (a == "--max-ms") max_ms = std::atof(value().c_str());
-    else Die("usage: tau-bench-api-under-load [--followers N] [--samples N] [--bin DIR] [--max-ms MS]");
+    else Die("usage: tau-bench-api-under-load [--followers N] [--half-sent N] [--samples N] [--bin DIR] [--max-ms MS]");
   }
-  if (followers < 0 || samples < 1) Die("--followers is 0 or more and --samples at least 1");
+  if (followers < 0 || half_sent < 0 || samples < 1) {
+    Die("--followers and --half-sent are 0 or more and --samples at least 1");
+  }
   ::signal(SIGPIPE, SIG_IGN);
   // Each follower is a socket here too.
   rlimit files{};
   ::getrlimit(RLIMIT_NOFILE, &files);
   files.rlim_cur = files.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &files);
-  if (files.rlim_cur < static_cast<rlim_t>(followers) + 64) {
-    Die(fmt::format("the open-file limit ({}) is too low for {} followers", files.rlim_cur, followers));
+  if (files.rlim_cur < static_cast<rlim_t>(followers) + static_cast<rlim_t>(half_sent) + 64) {
+    Die(fmt::format("the open-file limit ({}) is too low for {} followers and {} half-sent heads", files.rlim_cur,
+                    followers, half_sent));
   }
   // Bounded: whatever happens, it ends.
   std::thread([] {
@@ -337,20 +343,49 @@ int main(int argc, char** argv) {
   if (started != followers) Die(fmt::format("only {} of {} followers were served", started, followers));
   const long rss_after = RssKiB(daemon_pid), threads_after = Threads(daemon_pid);
   for (const auto& r : rows) loaded.push_back(Measure(t, r.method, r.path, r.body, samples, r.expect));
+  // Slowloris besides: half a head each, then nothing (their head deadline,
+  // 10 s, is further off than the measurement takes).
+  std::vector<std::unique_ptr<Connection>> stalled;
+  auto stall_start = Clock::now();
+  for (int i = 0; i < half_sent; ++i) {
+    auto c = std::make_unique<Connection>(t.port);
+    if (!c->ok() || !c->Send("GET /healthz HTTP/1.1\r\nHost: b\r\nX-Slow: ")) {
+      Die(fmt::format("half-sent connection {} could not connect", i));
+    }
+    stalled.push_back(std::move(c));
+  }
+  double stall_s = std::chrono::duration<double>(Clock::now() - stall_start).count();
+  const long threads_stalled = Threads(daemon_pid);
+  std::vector<Stats> with_stalled;
+  if (half_sent > 0) {
+    for (const auto& r : rows) with_stalled.push_back(Measure(t, r.method, r.path, r.body, samples, r.expect));
+  }
+  stalled.clear();
 
   std::ofstream(work / "stop") << "";
   std::printf("taugridd with %d log followers (opened and streaming in %.1f s); %d requests of each kind, one "
               "connection each\n",
               followers, open_s, samples);
-  std::printf("%-20s %28s %28s\n", "", "no followers: p50/p99/max ms", fmt::format("{} followers: p50/p99/max ms", followers).c_str());
+  auto cell = [](const Stats& x) {
+    return fmt::format("{:.1f}/{:.1f}/{:.1f}{}", x.p50, x.p99, x.max, x.failed ? fmt::format(" ({} failed)", x.failed) : "");
+  };
+  std::printf("%-20s %28s %28s %36s\n", "", "no followers: p50/p99/max ms",
+              fmt::format("{} followers: p50/p99/max ms", followers).c_str(),
+              half_sent > 0 ? fmt::format("and {} half-sent: p50/p99/max ms", half_sent).c_str() : "");
   bool over = false;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const Stats& b = baseline[i];
     const Stats& l = loaded[i];
-    std::printf("%-20s %28s %28s\n", rows[i].name.c_str(),
-                fmt::format("{:.1f}/{:.1f}/{:.1f}{}", b.p50, b.p99, b.max, b.failed ? fmt::format(" ({} failed)", b.failed) : "").c_str(),
-                fmt::format("{:.1f}/{:.1f}/{:.1f}{}", l.p50, l.p99, l.max, l.failed ? fmt::format(" ({} failed)", l.failed) : "").c_str());
+    std::printf("%-20s %28s %28s %36s\n", rows[i].name.c_str(), cell(baseline[i]).c_str(), cell(l).c_str(),
+                half_sent > 0 ? cell(with_stalled[i]).c_str() : "");
     over = over || l.failed > 0 || (max_ms > 0 && l.max > max_ms);
+    if (half_sent > 0) {
+      const Stats& w = with_stalled[i];
+      over = over || w.failed > 0 || (max_ms > 0 && w.max > max_ms);
+    }
+  }
+  if (half_sent > 0) {
+    std::printf("%d half-sent heads opened in %.1f s; taugridd had %ld threads with them\n", half_sent, stall_s,
+                threads_stalled);
   }
   std::printf("taugridd: %ld threads, %ld KiB resident before the followers; %ld threads, %ld KiB with them "
               "(%.1f KiB per follower)\n",

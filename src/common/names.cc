@@ -8,24 +8,73 @@ namespace {
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 bool IsAlnum(char c) { return IsLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
 
+// How many bytes the UTF-8 sequence at `s[i]` takes, 0 when it is not one.
+size_t Utf8Length(std::string_view s, size_t i) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+
+// `s` for an error message: control characters and bytes that are not
+// UTF-8 written as \xNN, so the message shows what was given.
+std::string Shown(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t n = Utf8Length(s, i);
+    if (n == 0 || b < 0x20 || b == 0x7F) {
+      out += fmt::format("\\x{:02X}", b);
+      i += 1;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+// The character at byte `i` of `s` for an error message ('_', 'é' (U+00E9),
+// byte 0xC3, U+000A) and its position counted in characters from 1.
+std::string CharacterAt(std::string_view s, size_t i, size_t* position) {
+  *position = 1;
+  for (size_t k = 0; k < i;) {
+    size_t n = Utf8Length(s, k);
+    k += n == 0 ? 1 : n;
+    ++*position;
+  }
+  const auto b = static_cast<unsigned char>(s[i]);
+  size_t n = Utf8Length(s, i);
+  if (n == 0) return fmt::format("byte 0x{:02X} (not UTF-8)", b);
+  if (n == 1) return b < 0x20 || b == 0x7F ? fmt::format("U+{:04X}", b) : fmt::format("'{}'", s[i]);
+  uint32_t code = b & (0x7F >> n);
+  for (size_t k = 1; k < n; ++k) code = (code << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return fmt::format("'{}' (U+{:04X})", s.substr(i, n), code);
+}
+
 }  // namespace
 
 Status CheckDns1123Label(std::string_view s) {
   if (s.empty()) return InvalidArgumentError("must not be empty");
-  if (s.size() > 63) {
-    return InvalidArgumentError(fmt::format("\"{}\" is {} characters; at most 63 are allowed", s, s.size()));
-  }
+  // The characters first: a long name with a wrong one is told about it.
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if (c >= 'A' && c <= 'Z') {
       return InvalidArgumentError(fmt::format(
-          "\"{}\" has an uppercase letter; use lowercase letters, digits and '-'", s));
+          "\"{}\" has an uppercase letter; use lowercase letters, digits and '-'", Shown(s)));
     }
     if (!IsLowerAlnum(c) && c != '-') {
+      size_t position = 0;
+      std::string shown = CharacterAt(s, i, &position);
       return InvalidArgumentError(fmt::format(
-          "\"{}\" contains '{}' at position {}; use lowercase letters, digits and '-'", s,
-          c, i + 1));
+          "\"{}\" contains {} at position {}; use lowercase letters, digits and '-'", Shown(s), shown, position));
     }
+  }
+  if (s.size() > 63) {
+    return InvalidArgumentError(fmt::format("\"{}\" is {} characters; at most 63 are allowed", s, s.size()));
   }
   if (!IsLowerAlnum(s.front()) || !IsLowerAlnum(s.back())) {
     return InvalidArgumentError(
@@ -64,7 +113,7 @@ Status CheckEnvVarName(std::string_view s) {
       return InvalidArgumentError(fmt::format(
           "\"{}\" is not a valid environment variable name: use letters, digits and '_', not "
           "starting with a digit",
-          s));
+          Shown(s)));
     }
   }
   return Status::Ok();
@@ -75,10 +124,14 @@ Status CheckLabelValue(std::string_view s) {
   if (s.size() > 63) {
     return InvalidArgumentError(fmt::format("\"{}\" is {} characters; a label value has at most 63", s, s.size()));
   }
-  for (char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
     if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') {
+      size_t position = 0;
+      std::string shown = CharacterAt(s, i, &position);
       return InvalidArgumentError(fmt::format(
-          "\"{}\" contains '{}'; a label value uses letters, digits, '-', '_' and '.'", s, c));
+          "\"{}\" contains {} at position {}; a label value uses letters, digits, '-', '_' and '.'", Shown(s), shown,
+          position));
     }
   }
   if (!IsAlnum(s.front()) || !IsAlnum(s.back())) {
@@ -93,7 +146,7 @@ Status CheckRequestId(std::string_view text) {
   }
   for (char c : text) {
     if (!IsAlnum(c) && c != '.' && c != '_' && c != ':' && c != '-') {
-      return InvalidArgumentError(fmt::format("request_id \"{}\" may hold only letters, digits and . _ : -", text));
+      return InvalidArgumentError(fmt::format("request_id \"{}\" may hold only letters, digits and . _ : -", Shown(text)));
     }
   }
   return Status::Ok();

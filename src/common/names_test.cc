@@ -16,6 +16,14 @@ TEST(NamesTest, Dns1123Label) {
   EXPECT_NE(CheckDns1123Label("").message().find("empty"), std::string::npos);
   EXPECT_NE(CheckDns1123Label("My-Job").message().find("uppercase"), std::string::npos);
   EXPECT_NE(CheckDns1123Label("my_job").message().find("'_' at position 3"), std::string::npos);
+  // A character beyond ASCII is shown whole, at its position in characters.
+  EXPECT_EQ(CheckDns1123Label("caf\xC3\xA9-job").message(),
+            "\"caf\xC3\xA9-job\" contains '\xC3\xA9' (U+00E9) at position 4; use lowercase letters, digits and '-'");
+  EXPECT_NE(CheckDns1123Label("ab\xFF").message().find("\"ab\\xFF\" contains byte 0xFF (not UTF-8) at position 3"),
+            std::string::npos);
+  EXPECT_NE(CheckDns1123Label("a\nb").message().find("\"a\\x0Ab\" contains U+000A at position 2"), std::string::npos);
+  EXPECT_NE(CheckDns1123Label(std::string(70, 'a') + "_").message().find("'_' at position 71"), std::string::npos)
+      << "the wrong character is named before the length";
   EXPECT_NE(CheckDns1123Label("-job").message().find("start and end"), std::string::npos);
   EXPECT_NE(CheckDns1123Label("job-").message().find("start and end"), std::string::npos);
   EXPECT_FALSE(CheckDns1123Label("a.b").ok());

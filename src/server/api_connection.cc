@@ -51,6 +51,16 @@ void ApiConnection::BeginRequest() {
   body_deadline_ = head_deadline_ + timeouts_.body_timeout;
 }
 
+void ApiConnection::Prime(std::string bytes, std::chrono::steady_clock::time_point head_started) {
+  if (buffer_.size() < bytes.size()) buffer_.resize(bytes.size());
+  std::memcpy(buffer_.data(), bytes.data(), bytes.size());
+  buffer_start_ = 0;
+  buffer_end_ = bytes.size();
+  BeginRequest();
+  head_deadline_ = head_started + timeouts_.head_timeout;
+  body_deadline_ = head_deadline_ + timeouts_.body_timeout;
+}
+
 int ApiConnection::WaitReadable(std::chrono::milliseconds timeout) const { return PollFor(sock_, POLLIN, timeout); }
 
 std::chrono::milliseconds ApiConnection::ReadBudget() const {

@@ -55,6 +55,11 @@ class ApiConnection : public httplib::Stream {
     BeginRequest();
     return true;
   }
+  // Starts a request whose first bytes were read elsewhere (the head
+  // gate), its head deadline counted from `head_started`.
+  void Prime(std::string bytes, std::chrono::steady_clock::time_point head_started);
+  // Whether bytes of the next request are already read.
+  bool HasBufferedData() const { return buffer_start_ < buffer_end_; }
   // Whether the last request's head missed its deadline (httplib then
   // answers 400 or closes; the API makes that a 408).
   bool head_timed_out() const { return head_timed_out_; }
@@ -74,7 +79,6 @@ class ApiConnection : public httplib::Stream {
 
  private:
   void BeginRequest();
-  bool HasBufferedData() const { return buffer_start_ < buffer_end_; }
   // poll() for input: 1 ready, 0 timed out, -1 error.
   int WaitReadable(std::chrono::milliseconds timeout) const;
   // How long the next read may wait: the read timeout, or what is left of

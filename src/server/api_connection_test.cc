@@ -74,7 +74,7 @@ class ApiConnectionTest : public ::testing::Test {
     options.token = "token";
     options.min_threads = 2;
     options.max_threads = 2;
-    options.request_head_timeout = std::chrono::milliseconds(300);
+    options.request_head_timeout = head_timeout();
     options.request_body_timeout = std::chrono::milliseconds(300);
     server_ = std::make_unique<ApiServer>(TauHome(home_), nullptr, nullptr, nullptr, options);
     auto port = server_->Bind();
@@ -82,6 +82,7 @@ class ApiConnectionTest : public ::testing::Test {
     port_ = *port;
     serving_ = std::thread([this] { server_->Serve(); });
   }
+  virtual std::chrono::milliseconds head_timeout() const { return std::chrono::milliseconds(300); }
   void TearDown() override {
     if (server_) server_->Stop();
     if (serving_.joinable()) serving_.join();
@@ -194,6 +195,78 @@ TEST_F(ApiConnectionTest, AKeptAliveConnectionServesRequestsOneAfterAnother) {
     ++answers;
   }
   EXPECT_EQ(answers, 3u) << answer;
+}
+
+// With a head deadline far off, as in production (10 s).
+class ApiConnectionLongHeadTest : public ApiConnectionTest {
+ protected:
+  std::chrono::milliseconds head_timeout() const override { return std::chrono::minutes(10); }
+};
+
+TEST_F(ApiConnectionLongHeadTest, HalfSentHeadsDoNotHoldTheApisThreads) {
+  // Slowloris: many more clients than the API has threads send half a
+  // head and stop. They wait without a thread, so the API answers at once
+  // (the guard only catches a hang: their deadline is minutes away).
+  std::vector<int> slow;
+  for (int i = 0; i < 64; ++i) {
+    int fd = Connect(port_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, kSlowHead));
+    slow.push_back(fd);
+  }
+  for (int i = 0; i < 3; ++i) {
+    int fd = Connect(port_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    std::string answer = ReadUntilClosed(fd, 20000);
+    ::close(fd);
+    EXPECT_THAT(answer, StartsWith("HTTP/1.1 200")) << "request " << i;
+  }
+  // The half-sent heads are still waiting, not answered or closed.
+  for (int fd : slow) {
+    pollfd p{fd, POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 0), 0);
+    ::close(fd);
+  }
+}
+
+TEST_F(ApiConnectionLongHeadTest, IdleKeptAliveConnectionsDoNotHoldTheApisThreads) {
+  // Clients that keep their connections open after an answer: between
+  // requests they hold no thread, and each is served again when it asks.
+  std::vector<int> idle;
+  for (int i = 0; i < 8; ++i) {
+    int fd = Connect(port_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::string answer;  // the head and the JSON body of /healthz
+    while (answer.empty() || answer.back() != '}') {
+      char buf[4096];
+      pollfd p{fd, POLLIN, 0};
+      ASSERT_EQ(::poll(&p, 1, 20000), 1);
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      ASSERT_GT(n, 0);
+      answer.append(buf, static_cast<size_t>(n));
+    }
+    idle.push_back(fd);
+  }
+  int fd = Connect(port_);
+  ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  EXPECT_THAT(ReadUntilClosed(fd, 20000), StartsWith("HTTP/1.1 200"));
+  ::close(fd);
+  for (int kept : idle) {
+    ASSERT_TRUE(SendAll(kept, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    EXPECT_THAT(ReadUntilClosed(kept, 20000), StartsWith("HTTP/1.1 200"));
+    ::close(kept);
+  }
+}
+
+TEST_F(ApiConnectionTest, AClientThatClosesItsSideAfterTheRequestGetsTheAnswer) {
+  int fd = Connect(port_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_THAT(ReadUntilClosed(fd), StartsWith("HTTP/1.1 200"));
+  ::close(fd);
 }
 
 }  // namespace

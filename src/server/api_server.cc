@@ -30,6 +30,7 @@
 #include "evidence/snapshot.h"
 #include "server/api_body.h"
 #include "server/api_connection.h"
+#include "server/api_head_gate.h"
 #include "server/api_http.h"
 #include "server/elastic_pool.h"
 #include "server/job_history.h"
@@ -132,14 +133,21 @@ size_t MaxBodyFor(const std::string& method, const std::string& pattern) {
 
 // httplib's connection queue, backed by an ElasticPool: every connection
 // gets a thread of its own, so long streams never hold up other requests.
+// Shutting down stops `before_shutdown` first (the head gate, which
+// queues connections here).
 class PoolTaskQueue : public httplib::TaskQueue {
  public:
-  explicit PoolTaskQueue(ElasticPoolOptions options) : pool_(options) {}
+  PoolTaskQueue(ElasticPoolOptions options, std::function<void()> before_shutdown)
+      : pool_(options), before_shutdown_(std::move(before_shutdown)) {}
   void enqueue(std::function<void()> fn) override { pool_.Enqueue(std::move(fn)); }
-  void shutdown() override { pool_.Shutdown(); }
+  void shutdown() override {
+    if (before_shutdown_) before_shutdown_();
+    pool_.Shutdown();
+  }
 
  private:
   ElasticPool pool_;
+  std::function<void()> before_shutdown_;
 };
 
 // httplib's server, with a table of the routes registered through it
@@ -169,6 +177,29 @@ class ApiHttpServer : public httplib::Server {
   }
 
   void set_connection_timeouts(ConnectionTimeouts timeouts) { timeouts_ = timeouts; }
+
+  // The task queue httplib serves connections on, with the head gate in
+  // front of it: connections wait there, without a thread, for each
+  // request's head (api_head_gate.h).
+  httplib::TaskQueue* NewTaskQueue(ElasticPoolOptions pool) {
+    HeadGateOptions options;
+    options.head_timeout = timeouts_.head_timeout;
+    options.idle_timeout = timeouts_.idle_timeout;
+    auto* queue = new PoolTaskQueue(pool, [this] { StopGate(); });
+    std::lock_guard lock(gate_mutex_);
+    gate_ = std::make_unique<HeadGate>(options, [this, queue](int sock, std::string bytes,
+                                                              HeadGate::Clock::time_point started, uint64_t left) {
+      queue->enqueue([this, sock, bytes = std::move(bytes), started, left]() mutable {
+        Serve(sock, std::move(bytes), started, static_cast<size_t>(left));
+      });
+    });
+    return queue;
+  }
+  // Closes the connections waiting in the gate; idempotent.
+  void StopGate() {
+    std::lock_guard lock(gate_mutex_);
+    if (gate_) gate_->Shutdown();
+  }
 
   // httplib listens with a backlog of 5, so connections that arrive
   // together would wait for SYN retries; listening again widens it.
@@ -231,16 +262,39 @@ class ApiHttpServer : public httplib::Server {
   // Serves one connection (httplib's own loop, with ApiConnection's
   // deadlines): requests one after another until the client closes, is
   // silent for the idle timeout, misses a head deadline, has sent the most
-  // requests one connection may, or an answer ends the connection.
+  // requests one connection may, or an answer ends the connection. Between
+  // requests the connection waits in the head gate, not on a thread.
   bool process_and_close_socket(socket_t sock) override {
+    Serve(sock, {}, {}, keep_alive_max_count_);
+    return true;
+  }
+
+  // Serves `sock` from its next request on (`bytes`: what the gate read of
+  // it, its first byte at `head_started`), `left` requests at most.
+  void Serve(int sock, std::string bytes, HeadGate::Clock::time_point head_started, size_t left) {
     ApiConnection connection(sock, timeouts_);
     current_connection = &connection;
-    bool ret = false;
     auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
-    for (size_t left = keep_alive_max_count_; left > 0 && connection.NextRequest(stopping); --left) {
+    if (!bytes.empty()) connection.Prime(std::move(bytes), head_started);
+    bool primed = connection.HasBufferedData();
+    for (; left > 0; --left) {
+      if (!primed) {
+        if (connection.HasBufferedData()) {
+          if (!connection.NextRequest(stopping)) break;  // pipelined: it begins at once
+        } else {
+          const Wait wait = WaitForHead(sock, left, &connection);
+          if (wait == Wait::kParked) {
+            current_connection = nullptr;
+            return;  // the gate has it now
+          }
+          if (wait == Wait::kClosed) break;
+          if (wait == Wait::kOnThisThread && !connection.NextRequest(stopping)) break;
+        }
+      }
+      primed = false;
       bool closed = false;
       ResetConnectionEnd();
-      ret = process_request(connection, /*close_connection=*/left == 1, closed, nullptr);
+      bool ret = process_request(connection, /*close_connection=*/left == 1, closed, nullptr);
       if (!ret || closed || ConnectionEndRequested() || connection.head_timed_out() || connection.body_timed_out()) {
         break;
       }
@@ -253,11 +307,38 @@ class ApiHttpServer : public httplib::Server {
     current_connection = nullptr;
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
-    return ret;
+  }
+
+  enum class Wait { kParked, kClosed, kPrimed, kOnThisThread };
+  // The next request's head: already here (primed), or the socket goes to
+  // the gate to wait for it; on this thread only when the gate refuses.
+  // (gate_ is set before httplib accepts the first connection.)
+  Wait WaitForHead(int sock, size_t left, ApiConnection* connection) {
+    if (!gate_) return Wait::kOnThisThread;
+    std::string bytes;
+    size_t scanned = 0;
+    const auto now = HeadGate::Clock::now();
+    switch (gate_->ReadAvailable(sock, &bytes, &scanned)) {
+      case HeadGate::Head::kClosed:
+        return Wait::kClosed;
+      case HeadGate::Head::kWhole:
+        connection->Prime(std::move(bytes), now);
+        return Wait::kPrimed;
+      case HeadGate::Head::kPartial:
+        break;
+    }
+    if (gate_->Park(sock, bytes, now, left)) return Wait::kParked;
+    if (!bytes.empty()) {
+      connection->Prime(std::move(bytes), now);
+      return Wait::kPrimed;
+    }
+    return Wait::kOnThisThread;
   }
 
   std::vector<Route> routes_;
   ConnectionTimeouts timeouts_;
+  std::mutex gate_mutex_;  // guards gate_ (not the gate: it is thread-safe)
+  std::unique_ptr<HeadGate> gate_;
 };
 
 // The route of a path, for metrics: ids, names, digests and UUIDs become
@@ -319,7 +400,7 @@ class ApiServer::Impl {
     if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
       streams_.max = std::min<int64_t>(streams_.max, std::max<int64_t>(1, (static_cast<int64_t>(files.rlim_cur) - 256) / 2));
     }
-    server_.new_task_queue = [pool] { return new PoolTaskQueue(pool); };
+    server_.new_task_queue = [this, pool] { return server_.NewTaskQueue(pool); };
     server_.set_payload_max_length(kMaxBlobBody);
     ConnectionTimeouts timeouts;
     timeouts.head_timeout = options_.request_head_timeout;
@@ -435,6 +516,7 @@ class ApiServer::Impl {
   void Serve() { server_.listen_after_bind(); }
   void Stop() {
     streams_.stopping = true;  // streams end at their next check
+    server_.StopGate();        // connections waiting for a request close
     server_.stop();
   }
 
@@ -457,6 +539,41 @@ class ApiServer::Impl {
                                                           req.path.size(), kMaxPathBytes)),
                     {{"max_bytes", kMaxPathBytes}});
     }
+    // How the body is framed must be clear before any of it is read: a
+    // proxy in front may have framed it otherwise (request smuggling), and
+    // httplib would take a negative length for a vast one and wait for it.
+    const size_t lengths = req.get_header_value_count("Content-Length");
+    const size_t codings = req.get_header_value_count("Transfer-Encoding");
+    auto refuse_framing = [&](int http_status, const Status& st) {
+      CloseAfterAnswer(res);  // where the body ends is unknown
+      SendError(res, st, json::object(), http_status);
+      return true;
+    };
+    if (lengths > 0 && codings > 0) {
+      return refuse_framing(400, InvalidArgumentError("the request has both Content-Length and Transfer-Encoding; "
+                                                      "send one of them"));
+    }
+    if (lengths > 1) {
+      return refuse_framing(400, InvalidArgumentError(fmt::format("the request has {} Content-Length headers; send one",
+                                                                  lengths)));
+    }
+    if (codings > 1) {
+      return refuse_framing(400, InvalidArgumentError(fmt::format("the request has {} Transfer-Encoding headers; send "
+                                                                  "one (chunked)", codings)));
+    }
+    if (lengths == 1 && !ParseCount(req.get_header_value("Content-Length"))) {
+      return refuse_framing(400, InvalidArgumentError(fmt::format("the Content-Length header \"{}\" is not a byte count",
+                                                                  ShortenUtf8(req.get_header_value("Content-Length"), 32))));
+    }
+    if (codings == 1) {
+      std::string coding = req.get_header_value("Transfer-Encoding");
+      std::transform(coding.begin(), coding.end(), coding.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (coding != "chunked") {
+        return refuse_framing(501, InvalidArgumentError(fmt::format("the Transfer-Encoding \"{}\" is not supported; "
+                                                                  "bodies are sent plain or chunked",
+                                                                  ShortenUtf8(req.get_header_value("Transfer-Encoding"), 32))));
+      }
+    }
     std::string type = req.get_header_value("Content-Type");
     if (type.rfind("multipart/", 0) == 0) {
       return refuse(415, InvalidArgumentError(fmt::format("request bodies are JSON (application/json), not {}",
@@ -468,8 +585,7 @@ class ApiServer::Impl {
     const size_t max = route ? route->max_body : kMaxJsonBody;
     const std::string length = req.get_header_value("Content-Length");
     if (!length.empty()) {
-      auto n = ParseCount(length);
-      if (!n) return refuse(400, InvalidArgumentError("the Content-Length header is not a byte count"), json::object());
+      auto n = ParseCount(length);  // checked above
       if (static_cast<uint64_t>(*n) > max) {
         return refuse(413, InvalidArgumentError(fmt::format("the request body is {} bytes; this route takes at most {}", *n, max)),
                       {{"max_bytes", max}});

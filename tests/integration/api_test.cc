@@ -393,6 +393,36 @@ TEST_F(ApiTest, BodiesThatAreNotJsonOrTooLargeAreRefused) {
   EXPECT_JSON_ERROR(Call("POST", "/api/v1/jobs", "", R"({"spec": {}, "snapshot": 5})"), 400, "InvalidArgument");
 }
 
+TEST_F(ApiTest, ABodyWhoseFramingIsUnclearIsRefusedAtOnceAndTheConnectionClosed) {
+  // Each is answered from its head alone (the body is never sent, so an
+  // answer that waited for it would hit the read timeout), and closes the
+  // connection: where the body would end is unknown.
+  struct Case {
+    std::string headers;
+    int status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"Content-Length: -5\r\n", 400, "\"-5\" is not a byte count"},
+      {"Content-Length: 0x10\r\n", 400, "is not a byte count"},
+      {"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", 400, "both Content-Length and Transfer-Encoding"},
+      {"Content-Length: 5\r\nContent-Length: 6\r\n", 400, "2 Content-Length headers"},
+      {"Content-Length: 5\r\nContent-Length: 5\r\n", 400, "2 Content-Length headers"},
+      {"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", 400, "2 Transfer-Encoding headers"},
+      {"Transfer-Encoding: gzip\r\n", 501, "\"gzip\" is not supported"},
+  };
+  for (const auto& c : cases) {
+    RawHttp http(ApiUrl());
+    ASSERT_TRUE(http.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ApiToken() + "\r\n" +
+                          c.headers + "\r\n"));
+    Reply r = Parse(http.ReadResponse(10000));
+    EXPECT_EQ(r.status, c.status) << c.headers;
+    EXPECT_THAT(r.body.value("message", ""), HasSubstr(c.says)) << c.headers;
+    EXPECT_THAT(r.head, HasSubstr("Connection: close")) << c.headers;
+    EXPECT_TRUE(http.PeerCloses(10000)) << c.headers;
+  }
+}
+
 TEST_F(ApiTest, AdminApplyTakesSeveralFilesInOneRequestAndChangesNothingWhenOneIsWrong) {
   const std::string flavor = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: two-files\n";
   const std::string queue = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: two-files\n"
