@@ -10,16 +10,21 @@
 // Node post to an inbox; the main thread alone owns the health state and
 // writes to the API server; the metrics server reads the registry.
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -27,6 +32,7 @@
 #include <httplib.h>
 
 #include "agent/node_gpu_health.h"
+#include "agent/node_lease.h"
 #include "agent/node_report.h"
 #include "cli/version.h"
 #include "common/clock.h"
@@ -53,28 +59,55 @@ struct Flags {
   Duration poll_interval{15000};
   Duration heartbeat_interval{300000};
   std::string xid_classes;
+  std::string state_file;
+  std::string lease_namespace;
+  std::string identity;
   log::Level log_level = log::Level::kInfo;
   log::Format log_format = log::Format::kJson;
 };
 
+constexpr const char* kUsage =
+    "usage: taugrid-agent --node NAME [--kubeconfig PATH] [--unhealthy-action taint|cordon|condition]\n"
+    "                     [--metrics-address ADDR] [--metrics-port N (0: none)] [--poll-interval DURATION]\n"
+    "                     [--heartbeat-interval DURATION] [--xid-classes FILE] [--state-file PATH]\n"
+    "                     [--lease-namespace NS] [--identity NAME]\n"
+    "                     [--log-level debug|info|warn|error] [--log-format json|logfmt] [--version]\n"
+    "Flags take their value as the next argument or after '=' (--node=gpu-1).\n"
+    "NVML: the system's libnvidia-ml.so.1, or the library TAU_NVML_LIBRARY names.\n"
+    "--node defaults to $NODE_NAME; without --kubeconfig the pod's service account is used.\n"
+    "--state-file keeps the GPUs' faults on the node (so one not yet written to the API server\n"
+    "survives a restart). One agent reports per node: it holds the Lease taugrid-agent-NODE in\n"
+    "--lease-namespace (default $POD_NAMESPACE, else the kubeconfig's namespace) as --identity\n"
+    "(default $POD_NAME, else host:pid).\n";
+
 [[noreturn]] void Usage(const std::string& error) {
-  if (!error.empty()) std::fprintf(stderr, "taugrid-agent: %s\n", error.c_str());
-  std::fprintf(stderr,
-               "usage: taugrid-agent --node NAME [--kubeconfig PATH] [--unhealthy-action taint|cordon|condition]\n"
-               "                     [--metrics-address ADDR] [--metrics-port N (0: none)] [--poll-interval DURATION]\n"
-               "                     [--heartbeat-interval DURATION] [--xid-classes FILE]\n"
-               "                     [--log-level debug|info|warn|error] [--log-format json|logfmt] [--version]\n"
-               "NVML: the system's libnvidia-ml.so.1, or the library TAU_NVML_LIBRARY names.\n"
-               "--node defaults to $NODE_NAME; without --kubeconfig the pod's service account is used.\n");
+  if (error.empty()) {
+    std::fputs(kUsage, stdout);
+    std::exit(0);
+  }
+  std::fprintf(stderr, "taugrid-agent: %s\n%s", error.c_str(), kUsage);
   std::exit(2);
 }
 
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
   if (const char* n = std::getenv("NODE_NAME")) f.node = n;
+  if (const char* ns = std::getenv("POD_NAMESPACE")) f.lease_namespace = ns;
+  if (const char* pod = std::getenv("POD_NAME")) f.identity = pod;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
+    std::string a = argv[i];
+    // --flag=value as well as --flag value.
+    std::optional<std::string> inline_value;
+    if (size_t eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
     auto value = [&]() -> std::string {
+      if (inline_value) {
+        std::string v = *inline_value;
+        inline_value.reset();
+        return v;
+      }
       if (i + 1 >= argc) Usage(a + " needs a value");
       return argv[++i];
     };
@@ -89,6 +122,7 @@ Flags ParseFlags(int argc, char** argv) {
       }
       return *d;
     };
+    if ((a == "--version" || a == "--help" || a == "-h") && inline_value) Usage(fmt::format("{} takes no value", a));
     if (a == "--version") {
       std::printf("taugrid-agent %s\n", cli::kVersion);
       std::exit(0);
@@ -117,6 +151,12 @@ Flags ParseFlags(int argc, char** argv) {
       f.heartbeat_interval = duration(Duration(1000));
     } else if (a == "--xid-classes") {
       f.xid_classes = value();
+    } else if (a == "--state-file") {
+      f.state_file = value();
+    } else if (a == "--lease-namespace") {
+      f.lease_namespace = value();
+    } else if (a == "--identity") {
+      f.identity = value();
     } else if (a == "--log-level") {
       const std::string v = value();
       if (v == "debug") f.log_level = log::Level::kDebug;
@@ -134,6 +174,11 @@ Flags ParseFlags(int argc, char** argv) {
     }
   }
   if (f.node.empty()) Usage("name the node this agent runs on: --node NAME (or NODE_NAME)");
+  if (f.identity.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    f.identity = fmt::format("{}:{}", host, ::getpid());
+  }
   return f;
 }
 
@@ -199,6 +244,47 @@ void UpdateMetrics(metrics::Registry& r, const NodeGpuHealth& health, const std:
   if (node_known) r.Set("taugrid_agent_node_healthy", {{"node", node}}, health.Healthy() ? 1 : 0);
 }
 
+// Writes `text` to `path` whole or not at all (a temporary file, fsynced,
+// renamed over it, the folder fsynced).
+Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return InternalError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int why = ok ? errno : err;
+    ::unlink(tmp.c_str());
+    return InternalError(fmt::format("cannot write {}: {}", path, std::strerror(why)));
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+// A stop takes at most this long: a call to an API server that does not
+// answer would otherwise hold the agent for the client's 30 s timeout,
+// past the pod's grace period. Nothing is lost by exiting: the faults are
+// in the state file and on the Node.
+constexpr auto kStopLimit = std::chrono::seconds(5);
+
+void StartStopWatchdog() {
+  std::thread([] {
+    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(kStopLimit);
+    log::Warn("agent", "stopped without finishing: a call to the API server did not end in time",
+              {{"limit", FormatDuration(std::chrono::duration_cast<Duration>(kStopLimit))}});
+    std::fflush(nullptr);
+    ::_exit(0);
+  }).detach();
+}
+
 int Run(const Flags& flags) {
   log::Configure(flags.log_level, flags.log_format);
   // The health module, as taugridd runs it.
@@ -224,6 +310,28 @@ int Run(const Flags& flags) {
   }
   std::unique_ptr<gpu::GpuSource> source = std::move(*nvml);
   NodeGpuHealth health(source->inventory().gpus, gpu::ThresholdsForPollInterval(flags.poll_interval.count()), catalog);
+  // Faults this agent (or the one before it on this node) found, kept on
+  // the node: one seen while the API server was unreachable is not lost
+  // by a restart.
+  std::string saved_faults;
+  if (!flags.state_file.empty()) {
+    std::ifstream in(flags.state_file);
+    if (in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      std::string problem;
+      for (const std::string& uuid : RestoreFromHealthJson(text.str(), health, &problem)) {
+        log::Warn("agent", "a GPU stays Unhealthy from before the agent restarted",
+                  {{"gpu", uuid}, {"from", flags.state_file}});
+      }
+      if (!problem.empty()) {
+        log::Warn("agent", "the state file does not parse; no fault restored from it",
+                  {{"file", flags.state_file}, {"problem", problem}});
+      } else {
+        saved_faults = FaultRecords(health).dump();
+      }
+    }
+  }
   log::Info("agent", "watching the node's GPUs",
             {{"node", flags.node}, {"gpus", std::to_string(health.gpus().size())},
              {"driver", source->inventory().driver_version}, {"library", source->inventory().source}});
@@ -234,7 +342,14 @@ int Run(const Flags& flags) {
     log::Error("agent", "cannot reach the API server", {{"error", config.status().ToString()}});
     return 1;
   }
-  auto client = kube::KubeClient::Create(*config);
+  // Short calls: the main thread that makes them also moves the health
+  // state and keeps the state file, so an API server that does not answer
+  // must not hold it for long (the watch has its own limit).
+  kube::TransportOptions transport;
+  transport.connect_timeout = std::chrono::seconds(3);
+  transport.request_timeout = std::chrono::seconds(5);
+  transport.user_agent = "taugrid-agent";
+  auto client = kube::KubeClient::Create(*config, transport);
   if (!client.ok()) {
     log::Error("agent", "cannot reach the API server", {{"error", client.status().ToString()}});
     return 1;
@@ -244,6 +359,11 @@ int Run(const Flags& flags) {
   kube::ResourceRef status_ref = node_ref;
   status_ref.subresource = "status";
   const kube::ResourceRef events_ref{"", "v1", "events", "default", "", ""};
+  NodeLeaseOptions lease_options;
+  lease_options.name_space = flags.lease_namespace.empty() ? config->default_namespace : flags.lease_namespace;
+  lease_options.node = flags.node;
+  lease_options.identity = flags.identity;
+  NodeLease lease(&api, lease_options);
 
   // Metrics.
   metrics::Registry registry;
@@ -305,6 +425,7 @@ int Run(const Flags& flags) {
 
   ::signal(SIGTERM, [](int) { g_stop = true; });
   ::signal(SIGINT, [](int) { g_stop = true; });
+  StartStopWatchdog();
 
   json node;
   bool stopping = false;
@@ -314,8 +435,67 @@ int Run(const Flags& flags) {
   const auto started = std::chrono::steady_clock::now();
   std::string reported;  // the condition's status+reason+message last written
   auto last_heartbeat = std::chrono::steady_clock::time_point{};
+  bool held = false;  // the node's lease: only its holder writes
+  auto held_until = std::chrono::steady_clock::time_point{};
+  auto next_lease_step = std::chrono::steady_clock::time_point{};
+  std::string lease_problem;
+  bool told_waiting = false;
   while (!g_stop && !stopping) {
     dirty |= inbox.Wait(std::chrono::milliseconds(1000), health, node, stopping);
+    if (!flags.state_file.empty()) {
+      const std::string faults = FaultRecords(health).dump();
+      if (faults != saved_faults) {
+        if (Status st = WriteFileAtomically(flags.state_file, faults); st.ok()) {
+          saved_faults = faults;
+        } else {
+          log::Warn("agent", "cannot keep the faults in the state file", {{"error", st.ToString()}});
+        }
+      }
+    }
+    {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= next_lease_step) {
+        auto step = lease.Step(now);
+        if (step.ok()) {
+          lease_problem.clear();
+          if (*step && !held) {
+            log::Info("agent", "reporting for the node", {{"node", flags.node}, {"lease", lease.lease_name()},
+                                                          {"identity", flags.identity}});
+            dirty = true;  // write what this agent sees
+            told_waiting = false;
+          } else if (!*step && !told_waiting) {
+            log::Error("agent", "another agent reports for this node; this one waits until it stops",
+                       {{"node", flags.node}, {"holder", lease.holder()}, {"lease", lease.lease_name()},
+                        {"identity", flags.identity}});
+            told_waiting = true;
+          }
+          held = *step;
+          if (held) held_until = now + lease.duration();
+          next_lease_step = now + (held ? lease.duration() / 3 : std::chrono::seconds(2));
+        } else if (step.status().code() == StatusCode::kPermissionDenied) {
+          // RBAC without Leases (a chart older than the agent): report all
+          // the same, rather than not at all.
+          if (lease_problem != "denied") {
+            lease_problem = "denied";
+            log::Error("agent", "this agent may not use the node's lease; it reports without one, and a second "
+                                "agent on the node would not be noticed",
+                       {{"error", step.status().ToString()}, {"namespace", lease_options.name_space}});
+          }
+          if (!held) dirty = true;
+          held = true;
+          held_until = now + std::chrono::hours(24 * 365);
+          next_lease_step = now + std::chrono::seconds(60);
+        } else {
+          if (step.status().ToString() != lease_problem) {
+            lease_problem = step.status().ToString();
+            log::Warn("agent", "cannot renew the node's lease", {{"error", lease_problem}});
+          }
+          held = held && now < held_until;
+          next_lease_step = now + std::chrono::seconds(2);
+        }
+      }
+    }
+    if (!held) continue;
     if (node.is_null()) {  // not listed yet
       if (!warned_missing && std::chrono::steady_clock::now() - started > std::chrono::seconds(30)) {
         log::Warn("agent", "the node is not in the cluster yet; nothing is reported until it is (check --node)",
@@ -328,8 +508,13 @@ int Run(const Flags& flags) {
       // Before the first write: faults found by an agent before this one
       // stay until an operator clears them.
       restored = true;
-      for (const std::string& uuid : RestoreFromNode(node, health)) {
+      std::string problem;
+      for (const std::string& uuid : RestoreFromNode(node, health, &problem)) {
         log::Warn("agent", "a GPU stays Unhealthy from before the agent restarted", {{"gpu", uuid}});
+      }
+      if (!problem.empty()) {
+        log::Warn("agent", "the node's GPU health annotation does not parse; no fault restored from it",
+                  {{"annotation", std::string(kHealthAnnotation)}, {"problem", problem}});
       }
       dirty = true;
     }
@@ -386,6 +571,11 @@ int Run(const Flags& flags) {
     dirty = !ok;
   }
   log::Info("agent", "stopping");
+  if (held) {
+    if (Status st = lease.Release(); !st.ok()) {
+      log::Warn("agent", "cannot release the node's lease; a successor waits for it to run out", {{"error", st.ToString()}});
+    }
+  }
   monitor.Stop();
   reflector.Stop();
   watch_thread.join();

@@ -27,13 +27,13 @@ json GpuHealthJson(const NodeGpuHealth& health) {
   return gpus;
 }
 
-std::vector<std::string> RestoreFromNode(const json& node, NodeGpuHealth& health) {
+std::vector<std::string> RestoreFromHealthJson(const std::string& text, NodeGpuHealth& health, std::string* problem) {
   std::vector<std::string> restored;
-  const json annotations = node.value("metadata", json::object()).value("annotations", json::object());
-  auto it = annotations.find(std::string(kHealthAnnotation));
-  if (it == annotations.end() || !it->is_string()) return restored;
-  const json gpus = json::parse(it->get<std::string>(), nullptr, /*allow_exceptions=*/false);
-  if (!gpus.is_array()) return restored;
+  const json gpus = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!gpus.is_array()) {
+    *problem = gpus.is_discarded() ? "it is not JSON" : "it is not a JSON array";
+    return restored;
+  }
   for (const json& g : gpus) {
     // Typed by hand: anyone who may annotate the node writes here.
     if (!g.is_object() || !g.contains("health") || g["health"] != "Unhealthy" || !g.contains("uuid") ||
@@ -46,6 +46,25 @@ std::vector<std::string> RestoreFromNode(const json& node, NodeGpuHealth& health
     if (health.RestoreUnhealthy(uuid, reason, message)) restored.push_back(uuid);
   }
   return restored;
+}
+
+std::vector<std::string> RestoreFromNode(const json& node, NodeGpuHealth& health, std::string* problem) {
+  const json annotations = node.value("metadata", json::object()).value("annotations", json::object());
+  auto it = annotations.find(std::string(kHealthAnnotation));
+  if (it == annotations.end()) return {};
+  if (!it->is_string()) {
+    *problem = "it is not a string";
+    return {};
+  }
+  return RestoreFromHealthJson(it->get<std::string>(), health, problem);
+}
+
+json FaultRecords(const NodeGpuHealth& health) {
+  json faults = json::array();
+  for (const json& g : GpuHealthJson(health)) {
+    if (g["health"] == "Unhealthy") faults.push_back(g);
+  }
+  return faults;
 }
 
 std::optional<std::string> ClearRequest(const json& node) {

@@ -58,8 +58,18 @@ nlohmann::json TransitionEvent(const nlohmann::json& node, const NodeGpuHealth& 
 
 // Restores into `health` the Unhealthy GPUs that `node`'s health
 // annotation records (an agent that restarted, or an upgraded one);
-// returns their UUIDs. An annotation that does not parse restores nothing.
-std::vector<std::string> RestoreFromNode(const nlohmann::json& node, NodeGpuHealth& health);
+// returns their UUIDs. An annotation that does not parse restores nothing
+// and says why in `problem` (left alone otherwise); entries that are not
+// well typed are skipped.
+std::vector<std::string> RestoreFromNode(const nlohmann::json& node, NodeGpuHealth& health, std::string* problem);
+// The same from the annotation's text (or the agent's state file, which
+// holds FaultRecords).
+std::vector<std::string> RestoreFromHealthJson(const std::string& text, NodeGpuHealth& health, std::string* problem);
+
+// The Unhealthy GPUs of `health` as the annotation writes them: what the
+// agent keeps in its state file on the node, so that a fault it could not
+// yet write to the API server survives its restart.
+nlohmann::json FaultRecords(const NodeGpuHealth& health);
 
 // The value of kClearAnnotation, when set.
 std::optional<std::string> ClearRequest(const nlohmann::json& node);

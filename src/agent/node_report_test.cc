@@ -145,7 +145,9 @@ TEST(NodeReportTest, ARestartedAgentKeepsTheFaultsTheNodeRecords) {
   // A new agent: its GPUs know nothing of the XID, which NVML does not replay.
   NodeGpuHealth after = Polled();
   ASSERT_TRUE(after.Healthy());
-  EXPECT_EQ(RestoreFromNode(node, after), std::vector<std::string>{"GPU-bbbb"});
+  std::string problem;
+  EXPECT_EQ(RestoreFromNode(node, after, &problem), std::vector<std::string>{"GPU-bbbb"});
+  EXPECT_EQ(problem, "");
   EXPECT_FALSE(after.Healthy());
   EXPECT_EQ(after.Reason(), "XidFatal");
   EXPECT_THAT(after.Message(), HasSubstr("XID 95"));
@@ -157,18 +159,45 @@ TEST(NodeReportTest, ARestartedAgentKeepsTheFaultsTheNodeRecords) {
   EXPECT_TRUE(u.node_patch.is_null()) << u.node_patch.dump();
   EXPECT_FALSE(u.transition);
 
-  // Garbage in the annotation restores nothing and throws nothing.
+  // Garbage in the annotation restores nothing, throws nothing, and says
+  // why (the agent logs it).
   json broken = node;
   broken["metadata"]["annotations"][std::string(kHealthAnnotation)] = "[{\"uuid\": 1, \"health\": \"Unhealthy\"}, {";
   NodeGpuHealth fresh = Polled();
-  EXPECT_TRUE(RestoreFromNode(broken, fresh).empty());
+  EXPECT_TRUE(RestoreFromNode(broken, fresh, &problem).empty());
+  EXPECT_EQ(problem, "it is not JSON");
+  broken["metadata"]["annotations"][std::string(kHealthAnnotation)] = "{}";
+  problem.clear();
+  EXPECT_TRUE(RestoreFromNode(broken, fresh, &problem).empty());
+  EXPECT_EQ(problem, "it is not a JSON array");
+  broken["metadata"]["annotations"][std::string(kHealthAnnotation)] = 5;
+  problem.clear();
+  EXPECT_TRUE(RestoreFromNode(broken, fresh, &problem).empty());
+  EXPECT_EQ(problem, "it is not a string");
+  problem.clear();
   broken["metadata"]["annotations"][std::string(kHealthAnnotation)] = "[{\"uuid\": 1, \"health\": \"Unhealthy\"}, 7]";
-  EXPECT_TRUE(RestoreFromNode(broken, fresh).empty());
+  EXPECT_TRUE(RestoreFromNode(broken, fresh, &problem).empty());
   for (const char* typed : {"[{\"health\": 5}]", "[{\"index\": \"x\", \"health\": 5, \"uuid\": \"GPU-bbbb\"}]"}) {
     broken["metadata"]["annotations"][std::string(kHealthAnnotation)] = typed;
-    EXPECT_TRUE(RestoreFromNode(broken, fresh).empty()) << typed;
+    EXPECT_TRUE(RestoreFromNode(broken, fresh, &problem).empty()) << typed;
   }
+  EXPECT_EQ(problem, "") << "entries of the wrong type are skipped, not a broken record";
   EXPECT_TRUE(fresh.Healthy());
+}
+
+TEST(NodeReportTest, TheStateFileRecordsKeepTheFaultsAcrossARestart) {
+  NodeGpuHealth before = Polled();
+  EXPECT_EQ(FaultRecords(before), json::array());
+  before.OnXid({1, 95});
+  const json faults = FaultRecords(before);
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0]["uuid"], "GPU-bbbb");
+  NodeGpuHealth after = Polled();
+  std::string problem;
+  EXPECT_EQ(RestoreFromHealthJson(faults.dump(), after, &problem), std::vector<std::string>{"GPU-bbbb"});
+  EXPECT_EQ(after.Reason(), "XidFatal");
+  EXPECT_TRUE(RestoreFromHealthJson("", after, &problem).empty());
+  EXPECT_EQ(problem, "it is not JSON");
 }
 
 TEST(NodeReportTest, TheTaintsValueFollowsTheReason) {

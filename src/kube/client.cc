@@ -181,6 +181,9 @@ Result<nlohmann::json> KubeClient::Delete(const ResourceRef& ref, const DeleteOp
   if (options.grace_period_seconds) {
     body["gracePeriodSeconds"] = *options.grace_period_seconds;
   }
+  if (!options.precondition_resource_version.empty()) {
+    body["preconditions"] = {{"resourceVersion", options.precondition_resource_version}};
+  }
   return Call("DELETE", ResourcePath(ref), "application/json", body.dump());
 }
 

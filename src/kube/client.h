@@ -47,6 +47,8 @@ struct ListOptions {
 struct DeleteOptions {
   std::string propagation_policy;  // "", "Foreground", "Background", "Orphan"
   std::optional<int64_t> grace_period_seconds;
+  // Deletes only the object at this resourceVersion (a conflict otherwise).
+  std::string precondition_resource_version;
 };
 
 struct ApplyOptions {

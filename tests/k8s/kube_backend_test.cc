@@ -42,6 +42,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string g_work_dir;
 
@@ -521,8 +522,13 @@ bool AgentTainted(const json& node) {
 // taugrid-agent on one kwok node, its GPUs from the fake NVML library.
 class Agent {
  public:
-  Agent(std::string node, std::string scenario, int metrics_port, const std::string& tag = "") {
+  // `extra`: more flags; `kubeconfig`: another than the chart's agent
+  // identity.
+  Agent(std::string node, std::string scenario, int metrics_port, const std::string& tag = "",
+        std::vector<std::string> extra = {}, std::string kubeconfig = "") {
+    if (kubeconfig.empty()) kubeconfig = Cluster::Get()->agent_kubeconfig();
     log_ = fs::path(g_work_dir) / ("agent-" + node + tag + ".log");
+    std::ofstream(log_, std::ios::trunc).close();  // not an earlier run's, before the agent opens it
     pid_ = ::fork();
     if (pid_ == 0) {
       FILE* out = std::freopen(log_.c_str(), "w", stdout);
@@ -530,10 +536,14 @@ class Agent {
       ::dup2(STDOUT_FILENO, STDERR_FILENO);
       ::setenv("TAU_NVML_LIBRARY", TAU_FAKE_NVML_PATH, 1);
       ::setenv("TAU_FAKE_NVML", scenario.c_str(), 1);
-      std::vector<std::string> args = {testing::BinPath("taugrid-agent"), "--node", node, "--kubeconfig",
-                                       Cluster::Get()->agent_kubeconfig(), "--poll-interval", "200ms",
-                                       "--metrics-address", "127.0.0.1", "--metrics-port", std::to_string(metrics_port),
-                                       "--log-format", "logfmt"};
+      std::vector<std::string> args = {testing::BinPath("taugrid-agent"), "--node", node, "--kubeconfig", kubeconfig,
+                                       "--poll-interval", "200ms", "--metrics-address", "127.0.0.1", "--metrics-port",
+                                       std::to_string(metrics_port), "--log-format", "logfmt",
+                                       // The chart's Role for the lease is in its release namespace.
+                                       "--lease-namespace", "taugrid-system",
+                                       // A pod's name: a restarted agent takes its lease back at once.
+                                       "--identity", "agent-" + node};
+      args.insert(args.end(), extra.begin(), extra.end());
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -547,6 +557,21 @@ class Agent {
     ::kill(pid_, signal);
     ::waitpid(pid_, nullptr, 0);
     pid_ = -1;
+  }
+  // Sends `signal` and waits up to `seconds` for the agent to end; true
+  // when it did (it is killed otherwise).
+  bool StopWithin(int signal, int seconds) {
+    if (pid_ <= 0) return true;
+    ::kill(pid_, signal);
+    for (int i = 0; i < seconds * 20; ++i) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    Stop(SIGKILL);
+    return false;
   }
   std::string log() const {
     std::ifstream in(log_);
@@ -699,6 +724,112 @@ TEST_F(KubeBackendTest, AFatalGpuFaultTaintsItsNodeAndTheJobOnItMovesToTheOtherN
   auto cancel = d.Tau({"cancel", "on-faulty-node", "after-fault"});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_TRUE(Eventually(60, [&] { return ObjectsOf("jobs", id) == 0 && ObjectsOf("jobs", fresh) == 0; }));
+}
+
+// A copy of the agent's kubeconfig that points at `server` instead.
+std::string KubeconfigFor(const std::string& server, const std::string& name) {
+  std::ifstream in(Cluster::Get()->agent_kubeconfig());
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string config = text.str();
+  const size_t at = config.find("server: ");
+  const size_t end = config.find('\n', at);
+  config.replace(at, end - at, "server: " + server);
+  const fs::path path = fs::path(g_work_dir) / name;
+  std::ofstream(path) << config;
+  return path.string();
+}
+
+// One agent per node (the node's Lease); a fault found while the API
+// server cannot be reached survives a restart (the state file); a stop
+// while the API server does not answer is prompt.
+TEST_F(KubeBackendTest, OneAgentReportsPerNodeAndKeepsItsFaultsOnTheNode) {
+  if (home_.empty()) {
+    return;
+  }
+  auto nodes = Cluster::Get()->client().List({"", "v1", "nodes", "", "", ""});
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  std::string name;
+  for (const json& n : (*nodes)["items"]) {
+    if (NodeCondition(n) != "False") name = n["metadata"]["name"];
+  }
+  ASSERT_FALSE(name.empty()) << nodes->dump(2);
+  const fs::path scenario = fs::path(g_work_dir) / "fake-nvml-lease.json";
+  std::ofstream(scenario) << FakeGpus(8, "[]");
+
+  // A second agent on the node waits, saying who holds it; when the first
+  // stops it takes over at once (the first released the lease).
+  auto first = std::make_unique<Agent>(name, scenario.string(), FreePort(), "-first", std::vector<std::string>{"--identity", "first"});
+  ASSERT_TRUE(Eventually(30, [&] { return first->log().find("reporting for the node") != std::string::npos; }))
+      << first->log();
+  auto second = std::make_unique<Agent>(name, scenario.string(), FreePort(), "-second", std::vector<std::string>{"--identity", "second"});
+  ASSERT_TRUE(Eventually(30, [&] { return second->log().find("another agent reports for this node") != std::string::npos; }))
+      << second->log();
+  EXPECT_THAT(second->log(), HasSubstr("holder=first"));
+  EXPECT_THAT(second->log(), Not(HasSubstr("reporting for the node")));
+  auto lease = Cluster::Get()->client().Get({"coordination.k8s.io", "v1", "leases", "taugrid-system", "taugrid-agent-" + name, ""});
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  EXPECT_EQ((*lease)["spec"].value("holderIdentity", ""), "first");
+  ASSERT_TRUE(first->StopWithin(SIGTERM, 20));
+  ASSERT_TRUE(Eventually(15, [&] { return second->log().find("reporting for the node") != std::string::npos; }))
+      << second->log();
+  second->Stop(SIGTERM);
+  // A stopped agent leaves no Lease behind (an uninstall leaves none).
+  auto gone = Cluster::Get()->client().Get({"coordination.k8s.io", "v1", "leases", "taugrid-system", "taugrid-agent-" + name, ""});
+  EXPECT_EQ(gone.status().code(), StatusCode::kNotFound) << (gone.ok() ? gone->dump(2) : gone.status().ToString());
+
+  // Cut off from the API server (nothing listens there), an agent finds
+  // XID 95 and keeps it in its state file; killed, the next agent (the API
+  // server reachable again, NVML not replaying the XID) restores it and
+  // the node is tainted.
+  const fs::path state = fs::path(g_work_dir) / "agent-state" / "faults.json";
+  fs::create_directories(state.parent_path());
+  std::ofstream(scenario.string() + ".xid") << FakeGpus(8, R"([{"at_s": 0, "gpu": 2, "xid": 95}])");
+  const std::string unreachable = KubeconfigFor("https://127.0.0.1:" + std::to_string(FreePort()), "unreachable.kubeconfig");
+  auto cut_off = std::make_unique<Agent>(name, scenario.string() + ".xid", FreePort(), "-cut-off",
+                                         std::vector<std::string>{"--state-file", state.string()}, unreachable);
+  ASSERT_TRUE(Eventually(30, [&] {
+    std::ifstream in(state);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str().find("GPU-kwok-2") != std::string::npos;
+  })) << cut_off->log();
+  cut_off->Stop(SIGKILL);
+  auto restarted = std::make_unique<Agent>(name, scenario.string(), FreePort(), "-restarted",
+                                           std::vector<std::string>{"--state-file", state.string()});
+  ASSERT_TRUE(Eventually(30, [&] {
+    json n = GetNode(name);
+    return NodeCondition(n) == "False" && AgentTainted(n);
+  })) << GetNode(name).dump(2) << "\n" << restarted->log();
+  EXPECT_THAT(restarted->log(), HasSubstr("stays Unhealthy"));
+  // Cleared by the operator: the state file forgets it too.
+  auto cleared = Cluster::Get()->client().MergePatch({"", "v1", "nodes", "", name, ""},
+                                                     {{"metadata", {{"annotations", {{"taugrid.io/gpu-clear", "all"}}}}}});
+  ASSERT_TRUE(cleared.ok()) << cleared.status().ToString();
+  EXPECT_TRUE(Eventually(30, [&] {
+    json n = GetNode(name);
+    std::ifstream in(state);
+    std::stringstream text;
+    text << in.rdbuf();
+    return NodeCondition(n) == "True" && !AgentTainted(n) && text.str() == "[]";
+  })) << GetNode(name).dump(2) << "\n" << restarted->log();
+  restarted->Stop(SIGTERM);
+
+  // An API server that accepts connections and never answers: SIGTERM
+  // still ends the agent promptly (well within a pod's 30 s grace).
+  int frozen = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(frozen, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(frozen, 64), 0);
+  ASSERT_EQ(::getsockname(frozen, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string silent = KubeconfigFor("https://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), "silent.kubeconfig");
+  auto stuck = std::make_unique<Agent>(name, scenario.string(), FreePort(), "-stuck", std::vector<std::string>{}, silent);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // inside its first call
+  EXPECT_TRUE(stuck->StopWithin(SIGTERM, 15)) << stuck->log();
+  ::close(frozen);
 }
 
 // Last: it leaves the cluster with an API server this process started.
