@@ -19,6 +19,18 @@ size_t Utf8Length(std::string_view s, size_t i) {
   return n;
 }
 
+uint32_t CodePoint(std::string_view s, size_t i, size_t n) {
+  uint32_t code = static_cast<unsigned char>(s[i]) & (0x7F >> n);
+  for (size_t k = 1; k < n; ++k) code = (code << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return code;
+}
+
+// U+200E/F, U+202A to U+202E, U+2066 to U+2069: the bidirectional controls.
+bool IsBidiControl(std::string_view s, size_t i) {
+  const uint32_t c = CodePoint(s, i, 3);
+  return c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+}
+
 // `s` for an error message: control characters and bytes that are not
 // UTF-8 written as \xNN, so the message shows what was given.
 std::string Shown(std::string_view s) {
@@ -29,6 +41,10 @@ std::string Shown(std::string_view s) {
     if (n == 0 || b < 0x20 || b == 0x7F) {
       out += fmt::format("\\x{:02X}", b);
       i += 1;
+    } else if (n == 3 && b == 0xE2 && IsBidiControl(s, i)) {
+      // Would reorder what a terminal shows of the message.
+      out += fmt::format("\\u{:04X}", CodePoint(s, i, n));
+      i += n;
     } else {
       out.append(s.substr(i, n));
       i += n;
@@ -50,8 +66,8 @@ std::string CharacterAt(std::string_view s, size_t i, size_t* position) {
   size_t n = Utf8Length(s, i);
   if (n == 0) return fmt::format("byte 0x{:02X} (not UTF-8)", b);
   if (n == 1) return b < 0x20 || b == 0x7F ? fmt::format("U+{:04X}", b) : fmt::format("'{}'", s[i]);
-  uint32_t code = b & (0x7F >> n);
-  for (size_t k = 1; k < n; ++k) code = (code << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  const uint32_t code = CodePoint(s, i, n);
+  if (n == 3 && IsBidiControl(s, i)) return fmt::format("U+{:04X}", code);
   return fmt::format("'{}' (U+{:04X})", s.substr(i, n), code);
 }
 

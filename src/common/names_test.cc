@@ -21,6 +21,9 @@ TEST(NamesTest, Dns1123Label) {
             "\"caf\xC3\xA9-job\" contains '\xC3\xA9' (U+00E9) at position 4; use lowercase letters, digits and '-'");
   EXPECT_NE(CheckDns1123Label("ab\xFF").message().find("\"ab\\xFF\" contains byte 0xFF (not UTF-8) at position 3"),
             std::string::npos);
+  EXPECT_EQ(CheckDns1123Label("a\xE2\x80\xAE" "b").message(),
+            "\"a\\u202Eb\" contains U+202E at position 2; use lowercase letters, digits and '-'")
+      << "a right-to-left override would reorder the message on a terminal";
   EXPECT_NE(CheckDns1123Label("a\nb").message().find("\"a\\x0Ab\" contains U+000A at position 2"), std::string::npos);
   EXPECT_NE(CheckDns1123Label(std::string(70, 'a') + "_").message().find("'_' at position 71"), std::string::npos)
       << "the wrong character is named before the length";

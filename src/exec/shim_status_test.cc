@@ -86,6 +86,20 @@ TEST_F(ShimStatusTest, AShimRetryingItsStatusEndsOnSigterm) {
   EXPECT_TRUE(StatusReserved(l.status_path)) << "its end stays unknown, not never started";
 }
 
+TEST_F(ShimStatusTest, AShimStoppedWhileItsJobRanRetriesItsStatusBriefly) {
+  // The stop came first (a cancel): the write that then fails is tried for
+  // a moment, not for --status-retry-ms.
+  ShimLaunch l = Launch({"/bin/sh", "-c", "echo $$ > job.pid; exec sleep 60"}, {});
+  l.fail_status_writes = 1000000;
+  l.status_retry_ms = 600000;
+  ShimExit exit;
+  ShimProcess shim = Start(l, &exit);
+  ReadPid("job.pid");
+  ::kill(static_cast<pid_t>(shim.pid), SIGTERM);
+  ASSERT_TRUE(exit.Wait()) << "the shim kept retrying after the stop\n" << Log();
+  EXPECT_THAT(Log(), HasSubstr("cannot write"));
+}
+
 TEST_F(ShimStatusTest, AShimWhoseStatusFolderIsGoneStopsRetrying) {
   // The attempt's folder was removed while the job ran: no write can
   // succeed, so the shim does not wait out --status-retry-ms.

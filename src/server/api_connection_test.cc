@@ -76,6 +76,7 @@ class ApiConnectionTest : public ::testing::Test {
     options.max_threads = 2;
     options.request_head_timeout = head_timeout();
     options.request_body_timeout = std::chrono::milliseconds(300);
+    options.max_connections = max_connections();
     server_ = std::make_unique<ApiServer>(TauHome(home_), nullptr, nullptr, nullptr, options);
     auto port = server_->Bind();
     ASSERT_TRUE(port.ok()) << port.error().ToString();
@@ -83,6 +84,7 @@ class ApiConnectionTest : public ::testing::Test {
     serving_ = std::thread([this] { server_->Serve(); });
   }
   virtual std::chrono::milliseconds head_timeout() const { return std::chrono::milliseconds(300); }
+  virtual int64_t max_connections() const { return 0; }
   void TearDown() override {
     if (server_) server_->Stop();
     if (serving_.joinable()) serving_.join();
@@ -267,6 +269,63 @@ TEST_F(ApiConnectionTest, AClientThatClosesItsSideAfterTheRequestGetsTheAnswer) 
   ::shutdown(fd, SHUT_WR);
   EXPECT_THAT(ReadUntilClosed(fd), StartsWith("HTTP/1.1 200"));
   ::close(fd);
+}
+
+TEST_F(ApiConnectionTest, AMalformedRequestIsAnsweredOnceAndItsConnectionClosed) {
+  // What follows a request httplib cannot read is not read as more
+  // requests: one answer, then the connection ends.
+  int fd = Connect(port_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "GARBAGE\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string answer = ReadUntilClosed(fd, 20000);
+  ::close(fd);
+  EXPECT_THAT(answer, StartsWith("HTTP/1.1 400"));
+  EXPECT_EQ(answer.find("HTTP/1.1", 1), std::string::npos) << answer;
+}
+
+TEST_F(ApiConnectionTest, AHeaderNameThatIsNotATokenIsRefused) {
+  for (const char* header : {"Transfer-Encoding : chunked", "X-Bad\x01: a"}) {
+    int fd = Connect(port_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, std::string("POST /healthz HTTP/1.1\r\nHost: x\r\n") + header + "\r\n\r\n2\r\n{}\r\n0\r\n\r\n"));
+    std::string answer = ReadUntilClosed(fd, 20000);
+    ::close(fd);
+    EXPECT_THAT(answer, StartsWith("HTTP/1.1 400")) << header;
+    EXPECT_THAT(answer, HasSubstr("is malformed")) << header;
+    EXPECT_EQ(answer.find("HTTP/1.1", 1), std::string::npos) << answer;
+  }
+}
+
+// A cap of four connections.
+class ApiConnectionCapTest : public ApiConnectionTest {
+ protected:
+  int64_t max_connections() const override { return 4; }
+};
+
+TEST_F(ApiConnectionCapTest, ConnectionsPastTheCapAreClosedAndTheCapFreesAsTheyGo) {
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) {
+    int fd = Connect(port_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, kSlowHead));  // waiting in the gate, each an open file
+    held.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // all four accepted
+  int over = Connect(port_);
+  ASSERT_GE(over, 0);
+  SendAll(over, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(ReadUntilClosed(over, 20000), "") << "closed unanswered";
+  ::close(over);
+  for (int fd : held) ::close(fd);
+  std::string answer;
+  for (int i = 0; i < 100 && answer.find("HTTP/1.1 200") != 0; ++i) {  // the gate sees them close
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    int fd = Connect(port_);
+    SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    answer = ReadUntilClosed(fd, 20000);
+    ::close(fd);
+  }
+  EXPECT_THAT(answer, StartsWith("HTTP/1.1 200"));
 }
 
 }  // namespace

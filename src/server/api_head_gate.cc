@@ -91,6 +91,15 @@ void HeadGate::ForgetLocked(int sock, const Entry& entry) {
   deadlines_.erase({entry.deadline, sock});
 }
 
+void HeadGate::Close(int sock) const {
+  if (options_.closed) {
+    options_.closed(sock);
+    return;
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+}
+
 void HeadGate::Shutdown() {
   {
     std::lock_guard lock(mutex_);
@@ -105,8 +114,7 @@ void HeadGate::Shutdown() {
   std::lock_guard lock(mutex_);
   for (auto& [sock, entry] : parked_) {
     ForgetLocked(sock, entry);
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
+    Close(sock);
   }
   parked_.clear();
   deadlines_.clear();
@@ -183,10 +191,7 @@ void HeadGate::Run() {
         parked_.erase(it);
       }
     }
-    for (int sock : to_close) {
-      ::shutdown(sock, SHUT_RDWR);
-      ::close(sock);
-    }
+    for (int sock : to_close) Close(sock);
     for (auto& h : hand_back) ready_(h.sock, std::move(h.bytes), h.head_started, h.tag);
   }
 }

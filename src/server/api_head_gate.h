@@ -39,6 +39,9 @@ struct HeadGateOptions {
   size_t max_parked = 65536;
   // A head this long with no end in sight is handed on as it is.
   size_t max_head = 64 * 1024;
+  // Closes a socket the gate is done with (empty: close(2) after
+  // shutdown(2)).
+  std::function<void(int sock)> closed;
 };
 
 class HeadGate {
@@ -96,6 +99,7 @@ class HeadGate {
   void Run();
   // With mutex_ held: removes `sock` from the set and the timers.
   void ForgetLocked(int sock, const Entry& entry);
+  void Close(int sock) const;
 
   const HeadGateOptions options_;
   const Ready ready_;

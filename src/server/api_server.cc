@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <atomic>
+#include <limits>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -177,6 +180,13 @@ class ApiHttpServer : public httplib::Server {
   }
 
   void set_connection_timeouts(ConnectionTimeouts timeouts) { timeouts_ = timeouts; }
+  // Connections open at once at most: the open-file limit less a reserve
+  // for everything else (a quarter of it, at least 1,024).
+  void LimitConnections(int64_t open_file_limit) {
+    const int64_t reserve = std::max<int64_t>(1024, open_file_limit / 4);
+    max_connections_ = std::max<int64_t>(64, open_file_limit - reserve);
+  }
+  void SetMaxConnections(int64_t n) { max_connections_ = n; }
 
   // The task queue httplib serves connections on, with the head gate in
   // front of it: connections wait there, without a thread, for each
@@ -187,6 +197,7 @@ class ApiHttpServer : public httplib::Server {
     options.idle_timeout = timeouts_.idle_timeout;
     auto* queue = new PoolTaskQueue(pool, [this] { StopGate(); });
     std::lock_guard lock(gate_mutex_);
+    options.closed = [this](int sock) { CloseConnection(sock); };
     gate_ = std::make_unique<HeadGate>(options, [this, queue](int sock, std::string bytes,
                                                               HeadGate::Clock::time_point started, uint64_t left) {
       queue->enqueue([this, sock, bytes = std::move(bytes), started, left]() mutable {
@@ -265,8 +276,23 @@ class ApiHttpServer : public httplib::Server {
   // requests one connection may, or an answer ends the connection. Between
   // requests the connection waits in the head gate, not on a thread.
   bool process_and_close_socket(socket_t sock) override {
+    // Past the cap a new connection is closed at once: the daemon's own
+    // files (its database, the shims' status and lock files) keep their
+    // share of the open-file limit however many clients connect.
+    if (open_connections_.fetch_add(1) >= max_connections_) {
+      open_connections_.fetch_sub(1);
+      ::close(sock);
+      return true;
+    }
     Serve(sock, {}, {}, keep_alive_max_count_);
     return true;
+  }
+
+  // Closes a connection's socket (counted against the cap).
+  void CloseConnection(int sock) {
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    open_connections_.fetch_sub(1);
   }
 
   // Serves `sock` from its next request on (`bytes`: what the gate read of
@@ -292,6 +318,7 @@ class ApiHttpServer : public httplib::Server {
         }
       }
       primed = false;
+      request_started = std::chrono::steady_clock::now();  // also for answers httplib makes (400, 408)
       bool closed = false;
       ResetConnectionEnd();
       bool ret = process_request(connection, /*close_connection=*/left == 1, closed, nullptr);
@@ -305,8 +332,7 @@ class ApiHttpServer : public httplib::Server {
     if (connection.head_timed_out() || connection.body_timed_out()) LingeringClose(sock, std::chrono::milliseconds(250));
     ResetConnectionEnd();
     current_connection = nullptr;
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
+    CloseConnection(sock);
   }
 
   enum class Wait { kParked, kClosed, kPrimed, kOnThisThread };
@@ -337,6 +363,8 @@ class ApiHttpServer : public httplib::Server {
 
   std::vector<Route> routes_;
   ConnectionTimeouts timeouts_;
+  std::atomic<int64_t> open_connections_{0};
+  int64_t max_connections_ = std::numeric_limits<int64_t>::max();
   std::mutex gate_mutex_;  // guards gate_ (not the gate: it is thread-safe)
   std::unique_ptr<HeadGate> gate_;
 };
@@ -398,8 +426,10 @@ class ApiServer::Impl {
     // connection): keep clear of the open-file limit.
     rlimit files{};
     if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+      server_.LimitConnections(static_cast<int64_t>(files.rlim_cur));
       streams_.max = std::min<int64_t>(streams_.max, std::max<int64_t>(1, (static_cast<int64_t>(files.rlim_cur) - 256) / 2));
     }
+    if (options_.max_connections > 0) server_.SetMaxConnections(options_.max_connections);
     server_.new_task_queue = [this, pool] { return server_.NewTaskQueue(pool); };
     server_.set_payload_max_length(kMaxBlobBody);
     ConnectionTimeouts timeouts;
@@ -494,6 +524,9 @@ class ApiServer::Impl {
       } else if (res.status == 413) {
         SendError(res, InvalidArgumentError("the request body is larger than this route takes"), details, 413);
       } else if (res.status < 500) {
+        // httplib could not read the request: where it ends is unknown, so
+        // what follows must not be read as further requests.
+        CloseAfterAnswer(res);
         SendError(res, InvalidArgumentError(fmt::format("the request is malformed (HTTP {})", res.status)), details,
                   res.status);
       } else {
@@ -539,6 +572,27 @@ class ApiServer::Impl {
                                                           req.path.size(), kMaxPathBytes)),
                     {{"max_bytes", kMaxPathBytes}});
     }
+    // A field name is a token (RFC 9110, 5.1): one with white space or a
+    // control character in it ("Transfer-Encoding : chunked", a folded
+    // line) is one httplib would take for another header, or none.
+    for (const auto& [name, value] : req.headers) {
+      const bool token = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+        return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+      });
+      const bool clean = std::none_of(value.begin(), value.end(), [](unsigned char c) {
+        return (c < 0x20 && c != '\t') || c == 0x7F;
+      });
+      if (!token || !clean) {
+        CloseAfterAnswer(res);
+        SendError(res,
+                  InvalidArgumentError(fmt::format("the header \"{}\" is malformed: {}", ShortenUtf8(name, 64),
+                                                   token ? "its value holds a control character"
+                                                         : "a header name is letters, digits and !#$%&'*+-.^_`|~ "
+                                                           "followed at once by ':'")),
+                  json::object(), 400);
+        return true;
+      }
+    }
     // How the body is framed must be clear before any of it is read: a
     // proxy in front may have framed it otherwise (request smuggling), and
     // httplib would take a negative length for a vast one and wait for it.
@@ -568,7 +622,13 @@ class ApiServer::Impl {
     if (codings == 1) {
       std::string coding = req.get_header_value("Transfer-Encoding");
       std::transform(coding.begin(), coding.end(), coding.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (coding != "chunked") {
+      coding.erase(0, coding.find_first_not_of(" \t"));
+      coding.erase(coding.find_last_not_of(" \t") + 1);
+      if (coding == "chunked") {
+        // As httplib reads it (Chunked, a tab before it).
+        auto it = const_cast<httplib::Request&>(req).headers.find("Transfer-Encoding");
+        it->second = "chunked";
+      } else {
         return refuse_framing(501, InvalidArgumentError(fmt::format("the Transfer-Encoding \"{}\" is not supported; "
                                                                   "bodies are sent plain or chunked",
                                                                   ShortenUtf8(req.get_header_value("Transfer-Encoding"), 32))));

@@ -32,6 +32,10 @@ struct ApiServerOptions {
   // and no more than half the open-file limit less 256 allows); more are
   // refused with 429.
   int max_streams = 0;
+  // Connections open at once (0: the open-file limit less a quarter of it,
+  // at least 1,024, kept for the daemon's own files); one more is closed
+  // as soon as it is accepted.
+  int64_t max_connections = 0;
   // From a request's first byte to the end of its headers: a client
   // slower than that gets 408 and its connection closed (so clients that
   // trickle headers cannot hold the API's threads).

@@ -195,7 +195,8 @@ bool FolderExists(const char* path) {
   size_t slash = dir.rfind('/');
   dir = slash == std::string::npos ? "." : dir.substr(0, slash == 0 ? 1 : slash);
   struct stat st;
-  return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  // A removed folder that is still the working folder has no links left.
+  return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_nlink > 0;
 }
 
 bool WriteStatusAtomically(const char* path, int reserved_fd, const std::string& json) {
@@ -563,7 +564,11 @@ int main(int argc, char** argv) {
   // Nothing is left to wait for when the status's folder is gone (the
   // attempt was removed), and a stop signal ends the retrying after one
   // more try: the job has ended, and a shim must not outlive a stop.
-  const long long give_up = NowMs(CLOCK_MONOTONIC) + opt.status_retry_ms;
+  // A stop asked while the job ran counts too: a few seconds of tries, not
+  // the whole --status-retry-ms.
+  const long long retry_ms =
+      strcmp(terminated_by, "signal") == 0 && opt.status_retry_ms > 2000 ? 2000 : opt.status_retry_ms;
+  const long long give_up = NowMs(CLOCK_MONOTONIC) + retry_ms;
   long long pause_ms = 100;
   bool stopping = false;
   for (int tries = 1;; ++tries) {

@@ -410,6 +410,7 @@ TEST_F(ApiTest, ABodyWhoseFramingIsUnclearIsRefusedAtOnceAndTheConnectionClosed)
       {"Content-Length: 5\r\nContent-Length: 5\r\n", 400, "2 Content-Length headers"},
       {"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", 400, "2 Transfer-Encoding headers"},
       {"Transfer-Encoding: gzip\r\n", 501, "\"gzip\" is not supported"},
+      {"Transfer-Encoding : chunked\r\n", 400, "is malformed"},
   };
   for (const auto& c : cases) {
     RawHttp http(ApiUrl());
@@ -421,6 +422,15 @@ TEST_F(ApiTest, ABodyWhoseFramingIsUnclearIsRefusedAtOnceAndTheConnectionClosed)
     EXPECT_THAT(r.head, HasSubstr("Connection: close")) << c.headers;
     EXPECT_TRUE(http.PeerCloses(10000)) << c.headers;
   }
+}
+
+TEST_F(ApiTest, AChunkedBodyIsReadWhateverTheCaseOfItsCoding) {
+  RawHttp http(ApiUrl());
+  ASSERT_TRUE(http.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ApiToken() +
+                        "\r\nTransfer-Encoding: \tChunked\r\nContent-Type: application/json\r\n\r\n2\r\n{}\r\n0\r\n\r\n"));
+  Reply r = Parse(http.ReadResponse(10000));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body.value("message", ""), Not(HasSubstr("could not be read"))) << "the body {} was read";
 }
 
 TEST_F(ApiTest, AdminApplyTakesSeveralFilesInOneRequestAndChangesNothingWhenOneIsWrong) {
