@@ -125,6 +125,11 @@ size_t HeadGate::parked() const {
   return parked_.size();
 }
 
+uint64_t HeadGate::late_answers() const {
+  std::lock_guard lock(mutex_);
+  return late_answers_;
+}
+
 void HeadGate::Run() {
   epoll_event events[kEvents];
   while (true) {
@@ -155,6 +160,20 @@ void HeadGate::Run() {
         auto it = parked_.find(sock);
         if (it == parked_.end()) continue;
         Entry& entry = it->second;
+        if (entry.answered) {
+          // Lingering after the late answer: what comes is dropped; the
+          // client's close ends it.
+          char drop[4096];
+          ssize_t got;
+          while ((got = ::recv(sock, drop, sizeof drop, MSG_DONTWAIT)) > 0) {
+          }
+          if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            ForgetLocked(sock, entry);
+            to_close.push_back(sock);
+            parked_.erase(it);
+          }
+          continue;
+        }
         const bool had_bytes = !entry.bytes.empty();
         const Head head = ReadAvailable(sock, &entry.bytes, &entry.scanned);
         if (head == Head::kPartial && !had_bytes && !entry.bytes.empty()) {
@@ -182,11 +201,24 @@ void HeadGate::Run() {
           deadlines_.erase(deadlines_.begin());
           continue;
         }
-        ForgetLocked(sock, it->second);
-        if (it->second.bytes.empty()) {
+        Entry& entry = it->second;
+        if (!entry.answered && !entry.bytes.empty() && !options_.late_answer.empty()) {
+          // Late: answered here, then a short linger in the gate.
+          (void)!::send(sock, options_.late_answer.data(), options_.late_answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+          ::shutdown(sock, SHUT_WR);
+          ++late_answers_;
+          deadlines_.erase(deadlines_.begin());
+          entry.answered = true;
+          entry.bytes.clear();
+          entry.deadline = now + options_.linger;
+          deadlines_.emplace(entry.deadline, sock);
+          continue;
+        }
+        ForgetLocked(sock, entry);
+        if (entry.answered || entry.bytes.empty()) {
           to_close.push_back(sock);
         } else {
-          hand_back.push_back({sock, std::move(it->second.bytes), it->second.head_started, it->second.tag});
+          hand_back.push_back({sock, std::move(entry.bytes), entry.head_started, entry.tag});
         }
         parked_.erase(it);
       }

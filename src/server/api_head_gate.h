@@ -42,6 +42,13 @@ struct HeadGateOptions {
   // Closes a socket the gate is done with (empty: close(2) after
   // shutdown(2)).
   std::function<void(int sock)> closed;
+  // The whole HTTP answer to a head past its deadline (a 408). The gate
+  // sends it itself, then reads and drops what the client still sends for
+  // `linger` before it closes (closing with unread bytes would reset the
+  // connection and could lose the answer), so heads that run late
+  // together take no thread each. Empty: such sockets are handed back.
+  std::string late_answer;
+  std::chrono::milliseconds linger{250};
 };
 
 class HeadGate {
@@ -81,6 +88,8 @@ class HeadGate {
 
   // Sockets parked now.
   size_t parked() const;
+  // Heads the gate answered late_answer to, since it started.
+  uint64_t late_answers() const;
 
  private:
   struct Entry {
@@ -89,6 +98,7 @@ class HeadGate {
     std::string bytes;
     size_t scanned = 0;
     uint64_t tag = 0;
+    bool answered = false;  // late_answer sent; lingering until closed
   };
   struct HandBack {
     int sock;
@@ -107,6 +117,7 @@ class HeadGate {
   int wake_fd_ = -1;
   mutable std::mutex mutex_;
   bool stopped_ = false;
+  uint64_t late_answers_ = 0;
   std::map<int, Entry> parked_;
   std::set<std::pair<Clock::time_point, int>> deadlines_;
   std::thread thread_;

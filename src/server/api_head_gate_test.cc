@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tau::server {
@@ -97,6 +98,29 @@ TEST_F(HeadGateTest, AHeadPastItsDeadlineComesBackUnfinished) {
   Send(client, "GET / HTTP/1.1\r\nX-Slow: a");
   ASSERT_TRUE(WaitHanded(1));
   EXPECT_EQ(handed_[0].bytes, "GET / HTTP/1.1\r\nX-Slow: a");
+}
+
+TEST_F(HeadGateTest, ALateHeadIsAnsweredByTheGateItselfAndClosed) {
+  HeadGateOptions options;
+  options.head_timeout = 100ms;
+  options.late_answer = "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n";
+  options.linger = 100ms;
+  Start(options);
+  auto [server, client] = Pair();
+  ASSERT_TRUE(gate_->Park(server));
+  Send(client, "GET / HTTP/1.1\r\nX-Slow: a");
+  char buf[256];
+  pollfd p{client, POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 30000), 1);
+  ssize_t n = ::recv(client, buf, sizeof buf, 0);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(n)), options.late_answer);
+  EXPECT_TRUE(PeerClosed(client)) << "its side is shut after the answer";
+  EXPECT_EQ(gate_->late_answers(), 1u);
+  for (int i = 0; i < 3000 && gate_->parked() > 0; ++i) std::this_thread::sleep_for(10ms);  // the linger
+  EXPECT_EQ(gate_->parked(), 0u);
+  std::lock_guard lock(mu_);
+  EXPECT_TRUE(handed_.empty()) << "no thread took it";
 }
 
 TEST_F(HeadGateTest, ASilentSocketIsClosedAtTheIdleTimeout) {

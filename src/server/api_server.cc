@@ -187,6 +187,12 @@ class ApiHttpServer : public httplib::Server {
     max_connections_ = std::max<int64_t>(64, open_file_limit - reserve);
   }
   void SetMaxConnections(int64_t n) { max_connections_ = n; }
+  // What the gate answers a head past its deadline.
+  void SetLateAnswer(std::string answer) { late_answer_ = std::move(answer); }
+  uint64_t late_answers() {
+    std::lock_guard lock(gate_mutex_);
+    return gate_ ? gate_->late_answers() : 0;
+  }
 
   // The task queue httplib serves connections on, with the head gate in
   // front of it: connections wait there, without a thread, for each
@@ -198,6 +204,7 @@ class ApiHttpServer : public httplib::Server {
     auto* queue = new PoolTaskQueue(pool, [this] { StopGate(); });
     std::lock_guard lock(gate_mutex_);
     options.closed = [this](int sock) { CloseConnection(sock); };
+    options.late_answer = late_answer_;
     gate_ = std::make_unique<HeadGate>(options, [this, queue](int sock, std::string bytes,
                                                               HeadGate::Clock::time_point started, uint64_t left) {
       queue->enqueue([this, sock, bytes = std::move(bytes), started, left]() mutable {
@@ -363,6 +370,7 @@ class ApiHttpServer : public httplib::Server {
 
   std::vector<Route> routes_;
   ConnectionTimeouts timeouts_;
+  std::string late_answer_;
   std::atomic<int64_t> open_connections_{0};
   int64_t max_connections_ = std::numeric_limits<int64_t>::max();
   std::mutex gate_mutex_;  // guards gate_ (not the gate: it is thread-safe)
@@ -430,6 +438,18 @@ class ApiServer::Impl {
       streams_.max = std::min<int64_t>(streams_.max, std::max<int64_t>(1, (static_cast<int64_t>(files.rlim_cur) - 256) / 2));
     }
     if (options_.max_connections > 0) server_.SetMaxConnections(options_.max_connections);
+    {
+      // The 408 the head gate sends itself, as SendError words it.
+      const auto ms = options_.request_head_timeout.count();
+      const std::string body =
+          json{{"code", "DeadlineExceeded"},
+               {"message", fmt::format("the request's headers did not all arrive within {} ms of its first byte", ms)},
+               {"details", {{"head_timeout_ms", ms}}}}
+              .dump();
+      server_.SetLateAnswer(fmt::format("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: "
+                                        "application/json\r\nContent-Length: {}\r\n\r\n{}",
+                                        body.size(), body));
+    }
     server_.new_task_queue = [this, pool] { return server_.NewTaskQueue(pool); };
     server_.set_payload_max_length(kMaxBlobBody);
     ConnectionTimeouts timeouts;

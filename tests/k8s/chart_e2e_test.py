@@ -312,7 +312,12 @@ def check_installed(tools):
     deployment = tools.get("deployment", RELEASE, "-n", NAMESPACE)
     available = [c["status"] for c in deployment["status"].get("conditions", []) if c["type"] == "Available"]
     check(available == ["True"], f"Deployment {RELEASE} is Available: {available}")
-    ds = tools.get("daemonset", "taugrid-agent", "-n", NAMESPACE)["status"]
+    # helm's --wait takes a DaemonSet as ready with maxUnavailable (1) pods
+    # still coming: wait for both.
+    def agent_status():
+        return tools.get("daemonset", "taugrid-agent", "-n", NAMESPACE)["status"]
+    eventually(90, lambda: (agent_status().get("desiredNumberScheduled"), agent_status().get("numberAvailable")) == (2, 2))
+    ds = agent_status()
     check((ds.get("desiredNumberScheduled"), ds.get("numberAvailable")) == (2, 2),
           f"DaemonSet taugrid-agent Available on both GPU nodes: {ds}")
     check(tools.get("pvc", "taugrid-state", "-n", NAMESPACE)["status"].get("phase") == "Bound", "the state PVC is Bound")
