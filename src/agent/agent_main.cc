@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
@@ -49,6 +50,7 @@ namespace tau::agent {
 namespace {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 struct Flags {
   std::string node;
@@ -248,7 +250,8 @@ void UpdateMetrics(metrics::Registry& r, const NodeGpuHealth& health, const std:
 // renamed over it, the folder fsynced).
 Status WriteFileAtomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ::unlink(tmp.c_str());  // a file, or a link someone put there: never written through
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return InternalError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
   const int err = errno;
@@ -267,6 +270,10 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   }
   return Status::Ok();
 }
+
+// A state file holds a few records per GPU; anything much larger is not
+// one (and reading it whole could exceed the pod's memory).
+constexpr uintmax_t kMaxStateFile = 1 << 20;
 
 // A stop takes at most this long: a call to an API server that does not
 // answer would otherwise hold the agent for the client's 30 s timeout,
@@ -315,7 +322,18 @@ int Run(const Flags& flags) {
   // by a restart.
   std::string saved_faults;
   if (!flags.state_file.empty()) {
-    std::ifstream in(flags.state_file);
+    std::error_code ec;
+    const bool exists = fs::exists(flags.state_file, ec);
+    const bool regular = fs::is_regular_file(flags.state_file, ec);
+    const auto size = regular ? fs::file_size(flags.state_file, ec) : 0;
+    std::ifstream in;
+    if (exists && (!regular || size > kMaxStateFile)) {
+      log::Warn("agent", "cannot read the state file; no fault restored from it",
+                {{"file", flags.state_file},
+                 {"problem", regular ? fmt::format("it is {} bytes, over {}", size, kMaxStateFile) : "it is not a regular file"}});
+    } else if (exists) {
+      in.open(flags.state_file);
+    }
     if (in) {
       std::stringstream text;
       text << in.rdbuf();
@@ -438,23 +456,36 @@ int Run(const Flags& flags) {
   bool held = false;  // the node's lease: only its holder writes
   auto held_until = std::chrono::steady_clock::time_point{};
   auto next_lease_step = std::chrono::steady_clock::time_point{};
-  std::string lease_problem;
-  bool told_waiting = false;
+  std::string lease_problem, state_problem;
+  std::string told_holder;  // the holder last named while waiting
+  bool waited = false;      // another agent held the lease since this one last did
+  auto last_lease_step = std::chrono::steady_clock::time_point{};
   while (!g_stop && !stopping) {
     dirty |= inbox.Wait(std::chrono::milliseconds(1000), health, node, stopping);
-    if (!flags.state_file.empty()) {
+    // Not while another agent holds the lease: a waiting agent's view
+    // misses what an operator cleared through the holder. (Cut off from
+    // the API server, with no holder known, it is kept: that is what the
+    // file is for.)
+    if (!(waited && !held) && !flags.state_file.empty()) {
       const std::string faults = FaultRecords(health).dump();
       if (faults != saved_faults) {
         if (Status st = WriteFileAtomically(flags.state_file, faults); st.ok()) {
           saved_faults = faults;
-        } else {
-          log::Warn("agent", "cannot keep the faults in the state file", {{"error", st.ToString()}});
+          state_problem.clear();
+        } else if (st.ToString() != state_problem) {
+          state_problem = st.ToString();
+          log::Warn("agent", "cannot keep the faults in the state file (said once until it changes)",
+                    {{"error", state_problem}});
         }
       }
     }
     {
       const auto now = std::chrono::steady_clock::now();
-      if (now >= next_lease_step) {
+      // Before a write, a lease last looked at over 2 s ago is looked at
+      // again: a holder whose lease went (deleted, taken) must not write.
+      const bool about_to_write = held && (dirty || now - last_heartbeat >= flags.heartbeat_interval);
+      if (now >= next_lease_step || (about_to_write && now - last_lease_step > std::chrono::seconds(2))) {
+        last_lease_step = now;
         auto step = lease.Step(now);
         if (step.ok()) {
           lease_problem.clear();
@@ -462,22 +493,33 @@ int Run(const Flags& flags) {
             log::Info("agent", "reporting for the node", {{"node", flags.node}, {"lease", lease.lease_name()},
                                                           {"identity", flags.identity}});
             dirty = true;  // write what this agent sees
-            told_waiting = false;
-          } else if (!*step && !told_waiting) {
+            if (waited) {
+              // Taking over from another agent: the Node's record is the
+              // truth (an operator may have cleared a fault this agent
+              // also saw), not what this one gathered while it waited.
+              (void)health.Clear("all");
+              restored = false;
+            }
+            waited = false;
+            told_holder.clear();
+          } else if (!*step && told_holder != lease.holder()) {
             log::Error("agent", "another agent reports for this node; this one waits until it stops",
-                       {{"node", flags.node}, {"holder", lease.holder()}, {"lease", lease.lease_name()},
-                        {"identity", flags.identity}});
-            told_waiting = true;
+                       {{"node", flags.node}, {"holder", lease.holder().empty() ? "(being made)" : lease.holder()},
+                        {"lease", lease.lease_name()}, {"identity", flags.identity}});
+            told_holder = lease.holder();
           }
+          if (!*step) waited = true;
           held = *step;
           if (held) held_until = now + lease.duration();
           next_lease_step = now + (held ? lease.duration() / 3 : std::chrono::seconds(2));
-        } else if (step.status().code() == StatusCode::kPermissionDenied) {
-          // RBAC without Leases (a chart older than the agent): report all
-          // the same, rather than not at all.
-          if (lease_problem != "denied") {
-            lease_problem = "denied";
-            log::Error("agent", "this agent may not use the node's lease; it reports without one, and a second "
+        } else if (step.status().code() == StatusCode::kPermissionDenied ||
+                   step.status().code() == StatusCode::kNotFound) {
+          // RBAC without Leases (a chart older than the agent), or a lease
+          // namespace that does not exist: report all the same, rather
+          // than not at all.
+          if (lease_problem != "unusable") {
+            lease_problem = "unusable";
+            log::Error("agent", "this agent cannot use the node's lease; it reports without one, and a second "
                                 "agent on the node would not be noticed",
                        {{"error", step.status().ToString()}, {"namespace", lease_options.name_space}});
           }
@@ -488,7 +530,8 @@ int Run(const Flags& flags) {
         } else {
           if (step.status().ToString() != lease_problem) {
             lease_problem = step.status().ToString();
-            log::Warn("agent", "cannot renew the node's lease", {{"error", lease_problem}});
+            log::Warn("agent", held ? "cannot renew the node's lease" : "cannot take the node's lease",
+                      {{"error", lease_problem}});
           }
           held = held && now < held_until;
           next_lease_step = now + std::chrono::seconds(2);
@@ -532,6 +575,10 @@ int Run(const Flags& flags) {
     const auto now = std::chrono::steady_clock::now();
     const bool heartbeat = now - last_heartbeat >= flags.heartbeat_interval;
     if (!dirty && !heartbeat) continue;
+    if (std::chrono::steady_clock::now() >= held_until) {
+      held = false;  // the lease ran out during the calls above: not this agent's to write now
+      continue;
+    }
     UpdateMetrics(registry, health, flags.node, /*node_known=*/true);
     NodeUpdate update =
         PlanNodeUpdate(node, health, flags.action, FormatRfc3339(SystemClock::Get()->Now()), heartbeat, clear_done);

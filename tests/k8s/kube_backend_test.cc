@@ -770,9 +770,32 @@ TEST_F(KubeBackendTest, OneAgentReportsPerNodeAndKeepsItsFaultsOnTheNode) {
   auto lease = Cluster::Get()->client().Get({"coordination.k8s.io", "v1", "leases", "taugrid-system", "taugrid-agent-" + name, ""});
   ASSERT_TRUE(lease.ok()) << lease.status().ToString();
   EXPECT_EQ((*lease)["spec"].value("holderIdentity", ""), "first");
+  // Both see XID 95 on GPU 3; the holder reports it; the operator clears it
+  // through the holder. The agent that takes over keeps it cleared: it
+  // starts from the Node's record, not from what it saw while waiting.
+  {
+    std::ofstream(scenario.string() + ".tmp") << FakeGpus(8, R"([{"at_s": 0, "gpu": 3, "xid": 95}])");
+    fs::rename(scenario.string() + ".tmp", scenario);
+  }
+  ASSERT_TRUE(Eventually(30, [&] { return AgentTainted(GetNode(name)); })) << first->log();
+  ASSERT_TRUE(Eventually(30, [&] { return second->log().find("XID event") != std::string::npos; })) << second->log();
+  ASSERT_TRUE(Cluster::Get()
+                  ->client()
+                  .MergePatch({"", "v1", "nodes", "", name, ""},
+                              {{"metadata", {{"annotations", {{"taugrid.io/gpu-clear", "all"}}}}}})
+                  .ok());
+  ASSERT_TRUE(Eventually(30, [&] { return NodeCondition(GetNode(name)) == "True" && !AgentTainted(GetNode(name)); }))
+      << first->log();
   ASSERT_TRUE(first->StopWithin(SIGTERM, 20));
   ASSERT_TRUE(Eventually(15, [&] { return second->log().find("reporting for the node") != std::string::npos; }))
       << second->log();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // several polls of the new holder
+  EXPECT_EQ(NodeCondition(GetNode(name)), "True") << second->log();
+  EXPECT_FALSE(AgentTainted(GetNode(name))) << "a fault the operator cleared came back\n" << second->log();
+  {
+    std::ofstream(scenario.string() + ".tmp") << FakeGpus(8, "[]");
+    fs::rename(scenario.string() + ".tmp", scenario);
+  }
   second->Stop(SIGTERM);
   // A stopped agent leaves no Lease behind (an uninstall leaves none).
   auto gone = Cluster::Get()->client().Get({"coordination.k8s.io", "v1", "leases", "taugrid-system", "taugrid-agent-" + name, ""});
