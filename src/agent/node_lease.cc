@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common/clock.h"
 
 namespace tau::agent {
@@ -15,19 +17,28 @@ std::string MicroTimeNow() {
   return t;
 }
 
-NodeLease::NodeLease(kube::KubeClient* api, NodeLeaseOptions options) : api_(api), options_(std::move(options)) {}
+namespace {
 
-kube::ResourceRef NodeLease::Ref() const {
-  return {"coordination.k8s.io", "v1", "leases", options_.name_space, lease_name(), ""};
-}
-
-std::string NodeLease::Record(const json& lease) {
+// What changes whenever a holder renews.
+std::string Record(const json& lease) {
   const json spec = lease.value("spec", json::object());
   auto text = [&](const char* key) {
     return spec.contains(key) && spec[key].is_string() ? spec[key].get<std::string>() : std::string();
   };
   return text("holderIdentity") + "|" + text("renewTime") + "|" +
          lease.value("metadata", json::object()).value("resourceVersion", "");
+}
+
+std::string VersionOf(const json& lease) {
+  return lease.value("metadata", json::object()).value("resourceVersion", "");
+}
+
+}  // namespace
+
+NodeLease::NodeLease(kube::KubeClient* api, NodeLeaseOptions options) : api_(api), options_(std::move(options)) {}
+
+kube::ResourceRef NodeLease::Ref() const {
+  return {"coordination.k8s.io", "v1", "leases", options_.name_space, lease_name(), ""};
 }
 
 Result<bool> NodeLease::Step(Steady::time_point now) {
@@ -45,8 +56,8 @@ Result<bool> NodeLease::Step(Steady::time_point now) {
                     {"leaseTransitions", 0}}}};
     auto created = api_->Create(Ref(), lease);
     if (created.ok()) {
-      lease_ = *created;
-      observed_record_ = Record(lease_);
+      written_version_ = VersionOf(*created);
+      observed_record_ = Record(*created);
       observed_at_ = now;
       holder_ = options_.identity;
       return held_ = true;
@@ -86,21 +97,21 @@ Result<bool> NodeLease::Step(Steady::time_point now) {
     if (written.status().code() == StatusCode::kAborted) return held_ = false;  // someone else wrote first
     return written.status();
   }
-  lease_ = *written;
-  observed_record_ = Record(lease_);
+  written_version_ = VersionOf(*written);
+  observed_record_ = Record(*written);
   observed_at_ = now;
   holder_ = options_.identity;
   return held_ = true;
 }
 
 Status NodeLease::Release() {
-  if (!held_ || lease_.is_null()) return Status::Ok();
+  if (!held_ || written_version_.empty()) return Status::Ok();
   held_ = false;
   // Deleted, not left without a holder: a successor makes it anew, and an
   // uninstalled chart leaves no Lease behind. Only the lease as this agent
   // last wrote it: one another agent took meanwhile stays.
   kube::DeleteOptions options;
-  options.precondition_resource_version = lease_.value("metadata", json::object()).value("resourceVersion", "");
+  options.precondition_resource_version = written_version_;
   auto deleted = api_->Delete(Ref(), options);
   if (deleted.ok() || deleted.status().code() == StatusCode::kNotFound) return Status::Ok();
   return deleted.status();

@@ -16,8 +16,6 @@
 #include <chrono>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "common/result.h"
 #include "kube/client.h"
 
@@ -53,15 +51,13 @@ class NodeLease {
 
  private:
   kube::ResourceRef Ref() const;
-  // What changes whenever a holder renews.
-  static std::string Record(const nlohmann::json& lease);
 
   kube::KubeClient* api_;
   const NodeLeaseOptions options_;
   std::string observed_record_;
   Steady::time_point observed_at_{};
   std::string holder_;
-  nlohmann::json lease_;  // as last read or written
+  std::string written_version_;  // the resourceVersion of the lease as this agent last wrote it
   bool held_ = false;
 };
 
