@@ -116,10 +116,6 @@ class ApiHttpServer : public httplib::Server {
   void SetMaxConnections(int64_t n) { max_connections_ = n; }
   // What the gate answers a head past its deadline.
   void SetLateAnswer(std::string answer) { late_answer_ = std::move(answer); }
-  uint64_t late_answers() {
-    std::lock_guard lock(gate_mutex_);
-    return gate_ ? gate_->late_answers() : 0;
-  }
 
   // The task queue httplib serves connections on, with the head gate in
   // front of it: connections wait there, without a thread, for each
