@@ -47,6 +47,8 @@ void ApiConnection::BeginRequest() {
   in_head_ = true;
   head_timed_out_ = false;
   body_timed_out_ = false;
+  head_.clear();
+  head_too_long_ = false;
   head_deadline_ = std::chrono::steady_clock::now() + timeouts_.head_timeout;
   body_deadline_ = head_deadline_ + timeouts_.body_timeout;
 }
@@ -88,6 +90,7 @@ ssize_t ApiConnection::read(char* ptr, size_t size) {
       do {
         n = ::recv(sock_, ptr, size, 0);
       } while (n < 0 && errno == EINTR);
+      if (n > 0) KeepHead(ptr, static_cast<size_t>(n));
       return n;
     }
     ssize_t n;
@@ -101,7 +104,15 @@ ssize_t ApiConnection::read(char* ptr, size_t size) {
   size_t n = std::min(size, buffer_end_ - buffer_start_);
   std::memcpy(ptr, buffer_.data() + buffer_start_, n);
   buffer_start_ += n;
+  KeepHead(ptr, n);
   return static_cast<ssize_t>(n);
+}
+
+void ApiConnection::KeepHead(const char* bytes, size_t n) {
+  if (!in_head_) return;
+  const size_t room = kKeptHead - std::min(kKeptHead, head_.size());
+  head_.append(bytes, std::min(room, n));
+  if (n > room) head_too_long_ = true;
 }
 
 bool ApiConnection::is_writable() const {

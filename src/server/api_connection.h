@@ -66,6 +66,14 @@ class ApiConnection : public httplib::Stream {
   // Whether the last request's body missed its deadline (httplib then
   // answers 400; the API makes that a 408 and ends the connection).
   bool body_timed_out() const { return body_timed_out_; }
+  // The last request's head as received (request line, headers, the
+  // empty line), its first `kept` bytes: httplib reads a head a byte at a
+  // time, so these are exactly the head's bytes (see api_request_head.h).
+  const std::string& head() const { return head_; }
+  // Whether the head was longer than the bytes kept of it.
+  bool head_too_long() const { return head_too_long_; }
+  // How many bytes of a head are kept.
+  static constexpr size_t kKeptHead = 64 * 1024;
 
   bool is_readable() const override;
   bool is_writable() const override;
@@ -79,6 +87,8 @@ class ApiConnection : public httplib::Stream {
 
  private:
   void BeginRequest();
+  // Keeps bytes handed to httplib while it reads a head.
+  void KeepHead(const char* bytes, size_t n);
   // poll() for input: 1 ready, 0 timed out, -1 error.
   int WaitReadable(std::chrono::milliseconds timeout) const;
   // How long the next read may wait: the read timeout, or what is left of
@@ -94,6 +104,8 @@ class ApiConnection : public httplib::Stream {
   mutable bool in_head_ = false;
   mutable bool head_timed_out_ = false;
   mutable bool body_timed_out_ = false;
+  std::string head_;
+  bool head_too_long_ = false;
   std::chrono::steady_clock::time_point head_deadline_;
   mutable std::chrono::steady_clock::time_point body_deadline_;
 };

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/strings.h"
+#include "server/api_chunked_body.h"
 #include "server/api_connection.h"
 #include "server/api_head_gate.h"
 #include "server/api_http.h"
@@ -179,14 +180,27 @@ class ApiHttpServer : public httplib::Server {
       // and the body is ours to fill.
       auto& body = const_cast<httplib::Request&>(req).body;
       bool too_large = false;
-      bool read = reader([&](const char* data, size_t n) {
-        if (body.size() + n > max) {
-          too_large = true;
-          return false;
+      bool read = true;
+      ApiConnection* connection = CurrentConnection();
+      if (connection && req.get_header_value("Transfer-Encoding") == "chunked") {
+        // Our own reader, strict where httplib's is not (api_chunked_body.h).
+        Status st = ReadChunkedBody([connection](char* p, size_t n) { return connection->read(p, n); }, max, &body);
+        if (st.code() == StatusCode::kInvalidArgument) {
+          CloseAfterAnswer(res);
+          return SendError(res, st, nlohmann::json::object(), 400);
         }
-        body.append(data, n);
-        return true;
-      });
+        too_large = st.code() == StatusCode::kResourceExhausted;
+        read = st.ok();
+      } else {
+        read = reader([&](const char* data, size_t n) {
+          if (body.size() + n > max) {
+            too_large = true;
+            return false;
+          }
+          body.append(data, n);
+          return true;
+        });
+      }
       if (too_large) {
         CloseAfterAnswer(res);
         return SendError(res, InvalidArgumentError(fmt::format("the request body is over {} bytes, the most this route takes", max)),
@@ -194,6 +208,10 @@ class ApiHttpServer : public httplib::Server {
       }
       if (!read) {
         CloseAfterAnswer(res);
+        if (connection && connection->body_timed_out()) {
+          return SendError(res, DeadlineExceededError("the request's body did not all arrive in time"), nlohmann::json::object(),
+                           408);
+        }
         return SendError(res, InvalidArgumentError("the request body could not be read"));
       }
       handler(req, res);

@@ -32,6 +32,7 @@
 #include "common/strings.h"
 #include "evidence/snapshot.h"
 #include "server/api_body.h"
+#include "server/api_request_head.h"
 #include "server/api_connection.h"
 #include "server/api_http.h"
 #include "server/api_http_server.h"
@@ -298,6 +299,21 @@ class ApiServer::Impl {
       SendError(res, st, details, http_status);
       return true;
     };
+    // The head as sent, before what httplib made of it is trusted.
+    if (ApiConnection* connection = CurrentConnection()) {
+      if (connection->head_too_long()) {
+        CloseAfterAnswer(res);
+        SendError(res,
+                  InvalidArgumentError(fmt::format("the request's headers are over {} bytes", ApiConnection::kKeptHead)),
+                  {{"max_bytes", ApiConnection::kKeptHead}}, 431);
+        return true;
+      }
+      if (Status st = CheckRequestHead(connection->head()); !st.ok()) {
+        CloseAfterAnswer(res);
+        SendError(res, st, json::object(), 400);
+        return true;
+      }
+    }
     if (req.path.size() > kMaxPathBytes) {
       return refuse(414, InvalidArgumentError(fmt::format("the request path is {} bytes; at most {} are accepted",
                                                           req.path.size(), kMaxPathBytes)),
