@@ -62,7 +62,9 @@ struct Flags {
   Duration heartbeat_interval{300000};
   std::string xid_classes;
   std::string state_file;
-  std::string lease_namespace;
+  // Beside the kubelets' leases: cluster-wide, so that agents of two
+  // installs on one node see each other.
+  std::string lease_namespace = "kube-node-lease";
   std::string identity;
   log::Level log_level = log::Level::kInfo;
   log::Format log_format = log::Format::kJson;
@@ -79,7 +81,7 @@ constexpr const char* kUsage =
     "--node defaults to $NODE_NAME; without --kubeconfig the pod's service account is used.\n"
     "--state-file keeps the GPUs' faults on the node (so one not yet written to the API server\n"
     "survives a restart). One agent reports per node: it holds the Lease taugrid-agent-NODE in\n"
-    "--lease-namespace (default $POD_NAMESPACE, else the kubeconfig's namespace) as --identity\n"
+    "--lease-namespace (default kube-node-lease) as --identity\n"
     "(default $POD_NAME, else host:pid).\n";
 
 [[noreturn]] void Usage(const std::string& error) {
@@ -94,7 +96,6 @@ constexpr const char* kUsage =
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
   if (const char* n = std::getenv("NODE_NAME")) f.node = n;
-  if (const char* ns = std::getenv("POD_NAMESPACE")) f.lease_namespace = ns;
   if (const char* pod = std::getenv("POD_NAME")) f.identity = pod;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -588,6 +589,11 @@ int Run(const Flags& flags) {
     if (!update.node_patch.is_null()) {
       if (auto patched = api.MergePatch(node_ref, update.node_patch); patched.ok()) {
         node = *patched;  // the watch brings the same; plan from it meanwhile
+        // The status patch was planned with the Node just written.
+        if (!update.status_patch.is_null()) {
+          update.status_patch["metadata"]["resourceVersion"] =
+              node.value("metadata", json::object()).value("resourceVersion", "");
+        }
       } else {
         // A conflict: the watch brings the newer Node, and the plan is made again.
         ok = false;
@@ -610,6 +616,12 @@ int Run(const Flags& flags) {
                                                       {{"node", flags.node}, {"reason", health.Reason()}, {"message", health.Message()}});
           reported = said;
         }
+      } else if (patched.status().code() == StatusCode::kAborted) {
+        // The Node changed since it was read: the watch brings it, and the
+        // condition is planned again from it.
+        ok = false;
+        log::Debug("agent", "the node changed before its condition was written; planning again",
+                   {{"error", patched.status().ToString()}});
       } else {
         ok = false;
         log::Warn("agent", "cannot write the node's condition", {{"error", patched.status().ToString()}});

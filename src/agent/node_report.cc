@@ -114,6 +114,11 @@ NodeUpdate PlanNodeUpdate(const json& node, const NodeGpuHealth& health, Unhealt
                                          {"lastHeartbeatTime", now},
                                          {"lastTransitionTime",
                                           transition ? now : current->value("lastTransitionTime", now)}}})}}}};
+    // Planned from this version of the Node: a write made from an older
+    // view (by an agent whose lease has just gone) is a conflict, not a
+    // condition put back.
+    const std::string version = node.value("metadata", json::object()).value("resourceVersion", "");
+    if (!version.empty()) out.status_patch["metadata"]["resourceVersion"] = version;
   }
 
   // Annotations, taints, cordon.

@@ -70,6 +70,7 @@ TEST(NodeReportTest, AHealthyNodeGetsATrueConditionAndItsGpusAnnotatedAndNoTaint
   EXPECT_EQ(gpus[1]["uuid"], "GPU-bbbb");
   EXPECT_EQ(gpus[1]["health"], "Healthy");
   EXPECT_EQ(u.node_patch["metadata"]["resourceVersion"], "41") << "a concurrent change is a conflict, not lost";
+  EXPECT_EQ(u.status_patch["metadata"]["resourceVersion"], "41") << "a condition from an older view is a conflict";
   EXPECT_EQ(node["metadata"]["annotations"]["other"], "x");
   // Nothing changed: nothing to write, unless a heartbeat is due.
   NodeUpdate again = PlanNodeUpdate(node, h, UnhealthyAction::kTaint, kLater, false, false);

@@ -175,6 +175,18 @@ TEST(KubeClientK8sTest, StatusSubresource) {
   Result<nlohmann::json> status_patch = client->MergePatch(status, ingress);
   ASSERT_TRUE(status_patch.ok()) << status_patch.error().ToString();
   EXPECT_EQ((*status_patch)["status"]["loadBalancer"]["ingress"][0]["ip"], "192.0.2.7");
+  // A status patch made from an older version of the object (as the node
+  // agent's carries) is a conflict, not a write over the newer one.
+  nlohmann::json stale = {{"metadata", {{"resourceVersion", (*created)["metadata"]["resourceVersion"]}}},
+                          {"status", {{"loadBalancer", {{"ingress", {{{"ip", "192.0.2.8"}}}}}}}}};
+  Result<nlohmann::json> stale_patch = client->StrategicMergePatch(status, stale);
+  ASSERT_FALSE(stale_patch.ok());
+  EXPECT_EQ(stale_patch.error().code(), StatusCode::kAborted);
+  nlohmann::json current = stale;
+  current["metadata"]["resourceVersion"] = (*status_patch)["metadata"]["resourceVersion"];
+  Result<nlohmann::json> current_patch = client->StrategicMergePatch(status, current);
+  ASSERT_TRUE(current_patch.ok()) << current_patch.error().ToString();
+  EXPECT_EQ((*current_patch)["status"]["loadBalancer"]["ingress"][0]["ip"], "192.0.2.8");
   ASSERT_TRUE(client->Delete(svc).ok());
 }
 
