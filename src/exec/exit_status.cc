@@ -10,6 +10,8 @@
 #include <string>
 #include <nlohmann/json.hpp>
 
+#include "common/open_retrying.h"
+
 namespace tau::exec {
 namespace {
 
@@ -32,7 +34,7 @@ std::string Kind(mode_t mode) {
 // it is absent; InvalidArgument, saying what is there, when it is not a
 // regular file of a status's size.
 Result<std::string> ReadStatusText(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  int fd = OpenRetrying(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     struct stat lst {};

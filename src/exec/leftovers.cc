@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/open_retrying.h"
 #include "common/strings.h"
 #include "exec/process_info.h"
 
@@ -132,7 +133,17 @@ bool Rebooted(const AttemptProcesses& attempt) {
 }  // namespace
 
 std::optional<ShimRecord> ReadShimRecord(const std::string& lock_path) {
-  std::ifstream in(lock_path);
+  // Read whole (a record is a line): a brief shortage of descriptors is
+  // waited out, not taken for a shim that never wrote its record.
+  std::string text;
+  if (int fd = OpenRetrying(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); fd >= 0) {
+    char buf[4096];
+    for (ssize_t n; text.size() < (1 << 16) && ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR));) {
+      if (n > 0) text.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+  }
+  std::istringstream in(text);
   ShimRecord r;
   if (!(in >> r.pid) || r.pid <= 0) return std::nullopt;
   in >> r.start_ticks >> r.boot_id;

@@ -328,6 +328,9 @@ class JobManager {
   // tried again (WakeRetries, RetryStoreWrites), so a full disk costs no
   // busy loop.
   static constexpr std::chrono::milliseconds kStoreRetryDelay{5000};
+  // How soon a rank's exit status that could not be read for a shortage
+  // (IsTransientReadError) is read again.
+  static constexpr std::chrono::milliseconds kStatusRereadDelay{500};
 
   // Whether the store is in the DiskFull condition (OnStoreWrite).
   bool DiskFull() const { return disk_full_; }

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/open_retrying.h"
 #include "common/strings.h"
 #include "exec/oom_evidence.h"
 #include "server/execution/local_rank_files.h"
@@ -406,6 +407,14 @@ void JobManager::OnShimExit(uint64_t token) {
   if (it == jobs_by_token_.end()) return;
   auto [job, rank] = it->second;
   auto status = ReadRankStatus(*job, rank);
+  if (!status.ok() && IsTransientReadError(status.error()) && options_.after) {
+    // The status could not be read for want of descriptors or memory: how
+    // the rank ended is not concluded from that; it is read again shortly.
+    log::Warn("jobs", "cannot read a rank's exit status for now; reading it again shortly",
+              {{"job", job->rec.id}, {"rank", std::to_string(rank)}, {"error", status.error().ToString()}});
+    options_.after(kStatusRereadDelay, [this, token] { OnShimExit(token); });
+    return;
+  }
   if (status.ok()) RankStatusFound(*job, rank, *status);
   else if (status.error().code() == StatusCode::kNotFound) ShimLost(*job, rank);
   else RankEnded(*job, rank, status);

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "common/log.h"
+#include "common/open_retrying.h"
 #include "server/job_manager.h"
 #include "server/local_ray.h"
 
@@ -54,6 +55,9 @@ std::string DescribeStatus(const exec::ExitStatus& s) {
 Result<exec::ExitStatus> JobManager::ReadRankStatus(Job& job, int rank) {
   auto status = executor_->ReadEnd(RefOf(job, rank));
   if (status.ok() || status.error().code() == StatusCode::kNotFound) return status;
+  // Out of descriptors or memory for longer than the read waits: nothing
+  // is known yet (the caller looks again), and the job is not blamed.
+  if (IsTransientReadError(status.error())) return status;
   // Something the shim does not write (a fifo, a link, a folder, not
   // JSON) is there: the job's doing, so the job ran.
   job.ranks[static_cast<size_t>(rank)].unreadable_status = status.error().message();

@@ -352,6 +352,46 @@ TEST_F(LostTest, AStatusFileThatIsNotOneIsAnUnknownEndNeitherASetupFailureNorANe
   EXPECT_EQ(runner.starts.size(), 1u);
 }
 
+TEST_F(LostTest, AStatusUnreadableForAShortageOfDescriptorsIsReadAgainNotConcluded) {
+  FakeExecutor runner;
+  std::vector<std::function<void()>> timers;
+  std::vector<std::chrono::milliseconds> armed;
+  tweak_ = [&](JobManagerOptions& o) {
+    o.after = [&](std::chrono::milliseconds delay, std::function<void()> task) {
+      armed.push_back(delay);
+      timers.push_back(std::move(task));
+    };
+  };
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kJob)))->job.id;
+  // The job ran to its end and the shim wrote so; the daemon, for a moment
+  // out of descriptors, cannot open the file.
+  exec::ExitStatus ended;
+  ended.exit_code = 0;
+  runner.statuses[StatusPath(id, 1)] = ended;
+  runner.status_errors[StatusPath(id, 1)] = ErrnoError(EMFILE, "read " + StatusPath(id, 1));
+  ShimGone(*jobs, runner);
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning) << "nothing concluded: " << View(id)->job.message;
+  EXPECT_TRUE(runner.sweeps.empty()) << "nothing of it is taken for lost";
+  ASSERT_EQ(timers.size(), 1u);
+  EXPECT_EQ(armed[0], JobManager::kStatusRereadDelay);
+  // Still short: read again later.
+  auto again = std::move(timers.back());
+  timers.pop_back();
+  again();
+  ASSERT_EQ(timers.size(), 1u);
+  EXPECT_EQ(View(id)->job.state, JobState::kRunning);
+  // The shortage ends: the status is read, and the job succeeded, once.
+  runner.status_errors.erase(StatusPath(id, 1));
+  auto last = std::move(timers.back());
+  timers.pop_back();
+  last();
+  EXPECT_EQ(View(id)->job.state, JobState::kSucceeded) << View(id)->job.message;
+  clock_.Advance(std::chrono::hours(1));
+  jobs->WakeRetries();
+  EXPECT_EQ(runner.starts.size(), 1u);
+}
+
 TEST_F(LostTest, ARestartedDaemonTakesAStatusFileThatIsNotOneForAJobThatRan) {
   std::string id;
   {

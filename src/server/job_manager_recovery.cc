@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "common/open_retrying.h"
 #include "common/strings.h"
 #include "exec/process_info.h"
 #include "server/execution/local_rank_files.h"
@@ -97,6 +98,8 @@ Status JobManager::Recover() {
         ++seen;
       } else if (!job.ranks[static_cast<size_t>(r)].unreadable_status.empty()) {
         ++seen;  // something is where its status belongs: the job ran
+      } else if (IsTransientReadError(status.error())) {
+        ++seen;  // not readable for now: it may have run, so it is not started again blindly
       }
     }
     if (seen == 0 && current.state == AttemptState::kStarting) {
