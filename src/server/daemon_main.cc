@@ -438,7 +438,7 @@ int Main(int argc, char** argv) {
   // The cluster's nodes and the GPU health their agents report (loop only).
   kubernetes::NodeTable node_table;
   auto fault_node = [&jobs, &kube_executor](const kubernetes::NodeHealthReport& node) {
-    jobs.FaultJobsOnNode(kube_executor->JobsOnNode(node.name),
+    jobs.FaultJobsOnNode(kube_executor->AttemptsOnNode(node.name),
                          fmt::format("node {} has a GPU fault ({}): {}", node.name, node.reason, node.message));
   };
   if (on_cluster) {

@@ -302,10 +302,12 @@ class JobManager {
   // (nullopt): it is Suspect meanwhile.
   void OnGpuXidUnreadable(int index, std::optional<std::string> why);
   // On a cluster: the node agent reports a fatal GPU fault on a node these
-  // jobs' pods run on. Each running attempt among them is stopped with
-  // reason GpuFault and retried from its checkpoint, not charged, as on a
-  // machine of its own (jobs already stopping are left alone).
-  void FaultJobsOnNode(const std::vector<std::string>& job_ids, const std::string& message);
+  // attempts' pods (job id, attempt) run on. Each that is its job's
+  // running attempt is stopped with reason GpuFault and retried from its
+  // checkpoint, not charged, as on a machine of its own (jobs already
+  // stopping are left alone; an earlier attempt's pod still going away
+  // does not fault the job's next one; attempt 0: not known, the current).
+  void FaultJobsOnNode(const std::vector<std::pair<std::string, int64_t>>& attempts, const std::string& message);
   // tau admin gpu clear / drain / undrain GPU, where GPU is an index, a
   // UUID or a UUID's unique prefix (FindGpu).
   Status ClearGpu(const std::string& gpu);

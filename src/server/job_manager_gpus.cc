@@ -226,11 +226,14 @@ void JobManager::FaultJobsOnGpu(size_t g, const std::string& reason, const std::
   Publish();
 }
 
-void JobManager::FaultJobsOnNode(const std::vector<std::string>& job_ids, const std::string& message) {
+void JobManager::FaultJobsOnNode(const std::vector<std::pair<std::string, int64_t>>& attempts,
+                                 const std::string& message) {
   bool any = false;
-  for (const std::string& id : job_ids) {
+  for (const auto& [id, attempt] : attempts) {
     auto it = jobs_by_id_.find(id);
-    if (it == jobs_by_id_.end()) continue;
+    // 0: a pod without the attempt label (made by an operator from the
+    // job's object), taken for the current attempt's.
+    if (it == jobs_by_id_.end() || (attempt != 0 && it->second->rec.attempt != attempt)) continue;
     if (FaultJob(*it->second, "GpuFault", message)) {
       any = true;
       log::Warn("gpu", "a job's node has a GPU fault; its attempt is stopped and retried",

@@ -391,16 +391,19 @@ void KubeExecutor::OnObject(Kind kind, kube::ReflectorEventType type, const json
   Evaluate(job_id, std::atoll(attempt.c_str()));
 }
 
-std::vector<std::string> KubeExecutor::JobsOnNode(const std::string& node) const {
-  std::set<std::string> ids;
+std::vector<std::pair<std::string, int64_t>> KubeExecutor::AttemptsOnNode(const std::string& node) const {
+  std::set<std::pair<std::string, int64_t>> attempts;
   for (const auto& [key, pod] : pods_) {
     if (!pod.contains("spec") || pod["spec"].value("nodeName", "") != node) continue;
     const std::string phase = pod.contains("status") ? pod["status"].value("phase", "") : "";
     if (phase == "Succeeded" || phase == "Failed") continue;
+    if (pod.contains("metadata") && pod["metadata"].contains("deletionTimestamp")) continue;  // going away
     const std::string id = Label(pod, k8s::kJobIdLabel);
-    if (!id.empty()) ids.insert(id);
+    const std::string attempt = Label(pod, k8s::kAttemptLabel);
+    if (id.empty()) continue;
+    attempts.insert({id, std::atoll(attempt.c_str())});
   }
-  return {ids.begin(), ids.end()};
+  return {attempts.begin(), attempts.end()};
 }
 
 int KubeExecutor::DeleteOrphans(const std::function<bool(const std::string& job_id)>& live) {

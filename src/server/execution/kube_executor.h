@@ -68,9 +68,11 @@ class KubeExecutor final : public Executor {
   // Returns how many it deleted.
   int DeleteOrphans(const std::function<bool(const std::string& job_id)>& live);
 
-  // The jobs with a pod placed on `node` that has not ended (GPU health:
-  // a node whose agent reports a fatal GPU fault).
-  std::vector<std::string> JobsOnNode(const std::string& node) const;
+  // The attempts (job id, attempt number) with a pod placed on `node` that
+  // has not ended and is not being deleted (GPU health: a node whose agent
+  // reports a fatal GPU fault). An earlier attempt's pod still going away
+  // there names that attempt, not the job's current one.
+  std::vector<std::pair<std::string, int64_t>> AttemptsOnNode(const std::string& node) const;
 
   // The attempt Prepare last made for the job (0: none).
   int64_t PreparedAttempt(const std::string& job_id) const;

@@ -77,6 +77,22 @@ class KubeExecutorTest : public ::testing::Test {
   KubeExecutor executor_{&api_, {}, [this](uint64_t token) { ended_.push_back(token); }};
 };
 
+TEST_F(KubeExecutorTest, AttemptsOnANodeAreThoseOfItsLivePodsNotOfOnesGoingAway) {
+  json old = Pod(1, 0, "Running");
+  old["spec"]["nodeName"] = "gpu-0";
+  old["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";  // attempt 1, being deleted
+  Seen(KubeExecutor::Kind::kPod, old, ReflectorEventType::kAdded);
+  json ended = Pod(2, 0, "Failed", 1);
+  ended["spec"]["nodeName"] = "gpu-0";
+  Seen(KubeExecutor::Kind::kPod, ended, ReflectorEventType::kAdded);
+  EXPECT_TRUE(executor_.AttemptsOnNode("gpu-0").empty()) << "a pod going away or ended is no attempt on the node";
+  json live = Pod(3, 0, "Running");
+  live["spec"]["nodeName"] = "gpu-0";
+  Seen(KubeExecutor::Kind::kPod, live, ReflectorEventType::kAdded);
+  EXPECT_THAT(executor_.AttemptsOnNode("gpu-0"), ElementsAre(std::pair<std::string, int64_t>{kId, 3}));
+  EXPECT_TRUE(executor_.AttemptsOnNode("gpu-1").empty());
+}
+
 TEST_F(KubeExecutorTest, PrepareMakesTheSuspendedJobThenItsCodeOwnedByIt) {
   ASSERT_TRUE(executor_.Prepare(Plan()).ok());
   EXPECT_THAT(api_.calls, ElementsAre("CREATE jobs/default/train-abcdefgh23-1",
