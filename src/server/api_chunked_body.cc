@@ -100,7 +100,9 @@ Status ReadChunkedBody(const ReadSome& read, size_t max, std::string* body) {
       got += static_cast<size_t>(n);
     }
     if (end[0] != '\r' || end[1] != '\n') {
-      return InvalidArgumentError(fmt::format("a chunk of the chunked body is longer than its size ({} bytes) says", size));
+      return InvalidArgumentError(fmt::format("a chunk's data of the chunked body is not followed by CRLF where its "
+                                              "size ({} bytes) says it ends",
+                                              size));
     }
   }
   // The trailer section, up to its empty line: read and dropped.

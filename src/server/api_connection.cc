@@ -49,6 +49,7 @@ void ApiConnection::BeginRequest() {
   body_timed_out_ = false;
   head_.clear();
   head_too_long_ = false;
+  waited_out_ = false;
   head_deadline_ = std::chrono::steady_clock::now() + timeouts_.head_timeout;
   body_deadline_ = head_deadline_ + timeouts_.body_timeout;
 }
@@ -75,6 +76,7 @@ bool ApiConnection::is_readable() const {
   if (HasBufferedData()) return true;
   const auto budget = ReadBudget();
   if (WaitReadable(budget) > 0) return true;
+  waited_out_ = true;
   // Nothing came within what was left of the head's (or body's) time: it
   // is late (not merely one slow read).
   if (budget < timeouts_.read_timeout) (in_head_ ? head_timed_out_ : body_timed_out_) = true;
@@ -82,6 +84,9 @@ bool ApiConnection::is_readable() const {
 }
 
 ssize_t ApiConnection::read(char* ptr, size_t size) {
+  // A head past what is kept of it is not read further: httplib would
+  // keep every line of it (8 KiB each, without end) until the deadline.
+  if (in_head_ && head_too_long_) return -1;
   if (!HasBufferedData()) {
     if (!is_readable()) return -1;
     // Large reads (bodies) go straight to the caller.

@@ -70,7 +70,11 @@ class ApiConnection : public httplib::Stream {
   // empty line), its first `kept` bytes: httplib reads a head a byte at a
   // time, so these are exactly the head's bytes (see api_request_head.h).
   const std::string& head() const { return head_; }
-  // Whether the head was longer than the bytes kept of it.
+  // Whether a read of the last request waited its whole time for bytes
+  // that did not come (the read timeout, or what was left of a deadline).
+  bool waited_out() const { return waited_out_; }
+  // Whether the head was longer than the bytes kept of it (reads stop
+  // there: the request is answered 431).
   bool head_too_long() const { return head_too_long_; }
   // How many bytes of a head are kept.
   static constexpr size_t kKeptHead = 64 * 1024;
@@ -106,6 +110,7 @@ class ApiConnection : public httplib::Stream {
   mutable bool body_timed_out_ = false;
   std::string head_;
   bool head_too_long_ = false;
+  mutable bool waited_out_ = false;
   std::chrono::steady_clock::time_point head_deadline_;
   mutable std::chrono::steady_clock::time_point body_deadline_;
 };

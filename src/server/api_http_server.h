@@ -181,6 +181,7 @@ class ApiHttpServer : public httplib::Server {
       auto& body = const_cast<httplib::Request&>(req).body;
       bool too_large = false;
       bool read = true;
+      std::string unread;  // why the body could not be read, when known
       ApiConnection* connection = CurrentConnection();
       if (connection && req.get_header_value("Transfer-Encoding") == "chunked") {
         // Our own reader, strict where httplib's is not (api_chunked_body.h).
@@ -191,6 +192,7 @@ class ApiHttpServer : public httplib::Server {
         }
         too_large = st.code() == StatusCode::kResourceExhausted;
         read = st.ok();
+        if (!read && !too_large) unread = st.message();
       } else {
         read = reader([&](const char* data, size_t n) {
           if (body.size() + n > max) {
@@ -208,11 +210,13 @@ class ApiHttpServer : public httplib::Server {
       }
       if (!read) {
         CloseAfterAnswer(res);
-        if (connection && connection->body_timed_out()) {
-          return SendError(res, DeadlineExceededError("the request's body did not all arrive in time"), nlohmann::json::object(),
-                           408);
+        if (connection && (connection->body_timed_out() || connection->waited_out())) {
+          return SendError(res, DeadlineExceededError("the request's body stopped arriving before its end"),
+                           nlohmann::json::object(), 408);
         }
-        return SendError(res, InvalidArgumentError("the request body could not be read"));
+        return SendError(res, InvalidArgumentError(unread.empty() ? "the request body could not be read: the "
+                                                                    "connection ended before it did"
+                                                                  : "the request body could not be read: " + unread));
       }
       handler(req, res);
     };

@@ -10,7 +10,10 @@
 namespace tau::server {
 namespace {
 
-bool IsTokenChar(unsigned char c) { return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr; }
+// (strchr finds the terminating NUL too: it is no token character.)
+bool IsTokenChar(unsigned char c) {
+  return c != 0 && (std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
+}
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {

@@ -231,7 +231,12 @@ class ApiServer::Impl {
       request_unrouted = true;
       const std::string path = ShortenUtf8(req.path, 200);
       json details = {{"method", ShortenUtf8(req.method, 16)}, {"path", path}};
-      if (CurrentConnection() && CurrentConnection()->head_timed_out()) {
+      if (CurrentConnection() && CurrentConnection()->head_too_long()) {
+        CloseAfterAnswer(res);
+        SendError(res,
+                  InvalidArgumentError(fmt::format("the request's headers are over {} bytes", ApiConnection::kKeptHead)),
+                  {{"max_bytes", ApiConnection::kKeptHead}}, 431);
+      } else if (CurrentConnection() && CurrentConnection()->head_timed_out()) {
         EndConnectionAfterAnswer(res);
         const auto ms = options_.request_head_timeout.count();
         SendError(res, DeadlineExceededError(fmt::format("the request's headers did not all arrive within {} ms of its "
@@ -324,7 +329,7 @@ class ApiServer::Impl {
     // line) is one httplib would take for another header, or none.
     for (const auto& [name, value] : req.headers) {
       const bool token = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-        return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+        return c != 0 && (std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
       });
       const bool clean = std::none_of(value.begin(), value.end(), [](unsigned char c) {
         return (c < 0x20 && c != '\t') || c == 0x7F;
@@ -380,6 +385,13 @@ class ApiServer::Impl {
                                                                   "bodies are sent plain or chunked",
                                                                   ShortenUtf8(req.get_header_value("Transfer-Encoding"), 32))));
       }
+    }
+    // httplib reads a body only for POST, PUT and DELETE: on any other
+    // method the declared body would be read as the next request.
+    if (HasBody(req) && req.method != "POST" && req.method != "PUT" && req.method != "DELETE") {
+      return refuse_framing(400, InvalidArgumentError(fmt::format("a {} request carries no body; send it without "
+                                                                  "Content-Length or Transfer-Encoding",
+                                                                  ShortenUtf8(req.method, 16))));
     }
     std::string type = req.get_header_value("Content-Type");
     if (type.rfind("multipart/", 0) == 0) {

@@ -418,6 +418,7 @@ TEST_F(ApiTest, ABodyWhoseFramingIsUnclearIsRefusedAtOnceAndTheConnectionClosed)
       {"X-No-Colon\r\nContent-Length: 5\r\n", 400, "line 4 of the request head (\"X-No-Colon\") is not a header"},
       {"X-A: b\nTransfer-Encoding: chunked\r\n", 400, "line 4 of the request head ends with a bare LF"},
       {"X-A: b\r\n chunked\r\n", 400, "begins with white space (a folded header line)"},
+      {std::string("Transfer-Encoding\0: chunked\r\n", 29), 400, "is malformed"},
   };
   for (const auto& c : cases) {
     RawHttp http(ApiUrl());
@@ -429,6 +430,40 @@ TEST_F(ApiTest, ABodyWhoseFramingIsUnclearIsRefusedAtOnceAndTheConnectionClosed)
     EXPECT_THAT(r.head, HasSubstr("Connection: close")) << c.headers;
     EXPECT_TRUE(http.PeerCloses(10000)) << c.headers;
   }
+}
+
+TEST_F(ApiTest, ABodyOnAMethodThatTakesNoneIsRefusedNotReadAsTheNextRequest) {
+  // httplib reads no body for these: the bytes would be served as a second
+  // request (smuggled past whatever framed the first).
+  const std::string inner = "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ApiToken() + "\r\n\r\n";
+  for (const std::string method : {"GET", "HEAD", "OPTIONS", "PATCH"}) {
+    RawHttp http(ApiUrl());
+    ASSERT_TRUE(http.Send(method + " /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(inner.size()) +
+                          "\r\n\r\n" + inner));
+    std::string raw = http.ReadResponse(10000, /*head_only=*/method == "HEAD");
+    Reply r = Parse(raw);
+    EXPECT_EQ(r.status, 400) << method << "\n" << raw;
+    if (method != "HEAD") {
+      EXPECT_THAT(r.body.value("message", ""), HasSubstr("request carries no body")) << method;
+    }
+    EXPECT_THAT(r.head, HasSubstr("Connection: close")) << method;
+    EXPECT_TRUE(http.PeerCloses(10000)) << method;
+    EXPECT_EQ(raw.find("HTTP/1.1", 1), std::string::npos) << "one answer only\n" << raw;
+  }
+}
+
+TEST_F(ApiTest, AHeadPastItsLimitIsAnswered431WhileItIsStillComing) {
+  // Header lines keep coming (8,000 bytes each); the head is refused once
+  // it passes 64 KiB, not kept whole until its deadline.
+  RawHttp http(ApiUrl());
+  ASSERT_TRUE(http.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n"));
+  const std::string line = "X-Fill: " + std::string(8000, 'a') + "\r\n";
+  for (int i = 0; i < 12; ++i) {
+    if (!http.Send(line)) break;  // refused and closed: sends may fail
+  }
+  Reply r = Parse(http.ReadResponse(10000));
+  EXPECT_EQ(r.status, 431);
+  EXPECT_THAT(r.body.value("message", ""), HasSubstr("headers are over 65536 bytes"));
 }
 
 TEST_F(ApiTest, AMalformedChunkedBodyIsRefusedAsSoonAsItIsSeenAndTheConnectionClosed) {
@@ -444,7 +479,7 @@ TEST_F(ApiTest, AMalformedChunkedBodyIsRefusedAsSoonAsItIsSeenAndTheConnectionCl
       {"zz\r\n", 400, "\"zz\" of the chunked body is not a hexadecimal number"},
       {"5 x\r\nhello", 400, "is not a hexadecimal number"},
       {"5\nhello", 400, "ends with a bare LF"},
-      {"2\r\n{}xx", 400, "longer than its size (2 bytes) says"},
+      {"2\r\n{}xx", 400, "not followed by CRLF where its size (2 bytes) says it ends"},
       {"10000000000000000\r\n", 400, "chunk size of the chunked body is too large"},
       {"ffffffff\r\n", 413, "over 1048576 bytes"},
       {"0\r\nnot a trailer\r\n", 400, "is not a header field"},
