@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -335,7 +336,7 @@ int Run(const Flags& flags) {
     } else if (exists) {
       in.open(flags.state_file);
     }
-    if (in) {
+    if (in.is_open()) {
       std::stringstream text;
       text << in.rdbuf();
       std::string problem;
@@ -461,13 +462,43 @@ int Run(const Flags& flags) {
   std::string told_holder;  // the holder last named while waiting
   bool waited = false;      // another agent held the lease since this one last did
   auto last_lease_step = std::chrono::steady_clock::time_point{};
+  bool lease_looked_at = false;  // a first look at the lease was made (whatever it said)
+  auto next_write = std::chrono::steady_clock::time_point{};  // after a refused write: not before
+  // When this agent first saw each GPU Unhealthy (by UUID): a fault found
+  // while another agent held the lease, after that agent's last renewal,
+  // is one it may never have reported.
+  std::map<std::string, std::chrono::steady_clock::time_point> unhealthy_since;
+  // While waiting: the holder's report on the Node as last seen (the
+  // condition and the GPUs' annotation), and when it last changed (the
+  // holder was alive then, and had seen what this agent saw before).
+  std::string others_report;
+  auto others_report_changed = std::chrono::steady_clock::time_point{};
   while (!g_stop && !stopping) {
     dirty |= inbox.Wait(std::chrono::milliseconds(1000), health, node, stopping);
+    if (held) {
+      others_report.clear();
+    } else if (node.is_object()) {
+      std::string report = node.value("metadata", json::object())
+                               .value("annotations", json::object())
+                               .value(std::string(kHealthAnnotation), "");
+      for (const json& c : node.value("status", json::object()).value("conditions", json::array())) {
+        if (c.is_object() && c.value("type", "") == kConditionType) report += c.dump();
+      }
+      if (!others_report.empty() && report != others_report) others_report_changed = std::chrono::steady_clock::now();
+      others_report = report;
+    }
+    for (const auto& gpu : health.gpus()) {
+      if (gpu.health.state() == gpu::HealthState::kUnhealthy) {
+        unhealthy_since.emplace(gpu.info.uuid, std::chrono::steady_clock::now());
+      } else {
+        unhealthy_since.erase(gpu.info.uuid);
+      }
+    }
     // Not while another agent holds the lease: a waiting agent's view
     // misses what an operator cleared through the holder. (Cut off from
     // the API server, with no holder known, it is kept: that is what the
     // file is for.)
-    if (!(waited && !held) && !flags.state_file.empty()) {
+    if (lease_looked_at && !(waited && !held) && !flags.state_file.empty()) {
       const std::string faults = FaultRecords(health).dump();
       if (faults != saved_faults) {
         if (Status st = WriteFileAtomically(flags.state_file, faults); st.ok()) {
@@ -488,6 +519,7 @@ int Run(const Flags& flags) {
       if (now >= next_lease_step || (about_to_write && now - last_lease_step > std::chrono::seconds(2))) {
         last_lease_step = now;
         auto step = lease.Step(now);
+        lease_looked_at = true;
         if (step.ok()) {
           lease_problem.clear();
           if (*step && !held) {
@@ -497,8 +529,19 @@ int Run(const Flags& flags) {
             if (waited) {
               // Taking over from another agent: the Node's record is the
               // truth (an operator may have cleared a fault this agent
-              // also saw), not what this one gathered while it waited.
-              (void)health.Clear("all");
+              // also saw), not what this one gathered while it waited;
+              // except a fault found after the other agent's last renewal
+              // this one saw, which that agent may never have reported.
+              for (const auto& gpu : health.gpus()) {
+                auto since = unhealthy_since.find(gpu.info.uuid);
+                if (since != unhealthy_since.end() &&
+                    since->second > std::max(lease.others_renewal_seen(), others_report_changed)) {
+                  log::Warn("agent", "a GPU fault found after the previous agent last renewed the lease is kept",
+                            {{"gpu", gpu.info.uuid}, {"reason", gpu.health.reason()}});
+                  continue;
+                }
+                (void)health.Clear(gpu.info.uuid);
+              }
               restored = false;
             }
             waited = false;
@@ -513,6 +556,20 @@ int Run(const Flags& flags) {
           held = *step;
           if (held) held_until = now + lease.duration();
           next_lease_step = now + (held ? lease.duration() / 3 : std::chrono::seconds(2));
+        } else if ((step.status().code() == StatusCode::kPermissionDenied ||
+                    step.status().code() == StatusCode::kNotFound) &&
+                   waited && !held) {
+          // Another agent held the lease when this one last could look: it
+          // goes on waiting (two agents without a lease would overwrite
+          // each other's view of the node).
+          if (lease_problem != "unusable while waiting") {
+            lease_problem = "unusable while waiting";
+            log::Error("agent", "this agent cannot use the node's lease, which another agent held; it goes on "
+                                "waiting (fix the agent's RBAC on Leases)",
+                       {{"error", step.status().ToString()}, {"namespace", lease_options.name_space},
+                        {"holder", lease.holder()}});
+          }
+          next_lease_step = now + std::chrono::seconds(2);
         } else if (step.status().code() == StatusCode::kPermissionDenied ||
                    step.status().code() == StatusCode::kNotFound) {
           // RBAC without Leases (a chart older than the agent), or a lease
@@ -580,6 +637,9 @@ int Run(const Flags& flags) {
       held = false;  // the lease ran out during the calls above: not this agent's to write now
       continue;
     }
+    // A write refused a moment ago (a conflict: someone else writes the
+    // Node too) is not made again at once.
+    if (std::chrono::steady_clock::now() < next_write) continue;
     UpdateMetrics(registry, health, flags.node, /*node_known=*/true);
     NodeUpdate update =
         PlanNodeUpdate(node, health, flags.action, FormatRfc3339(SystemClock::Get()->Now()), heartbeat, clear_done);
@@ -628,6 +688,7 @@ int Run(const Flags& flags) {
       }
     }
     dirty = !ok;
+    if (!ok) next_write = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
   }
   log::Info("agent", "stopping");
   if (held) {

@@ -86,7 +86,8 @@ Result<bool> NodeGpuHealth::Clear(const std::string& name) {
     changed |= Changed(gpus_[g].health.Clear());
   }
   if (!matched) {
-    return NotFoundError(fmt::format("this node has no GPU \"{}\" (name one by its index or UUID, or \"all\")", name));
+    return NotFoundError(fmt::format("this node has no GPU \"{}\" (name one by its index or UUID, or \"all\")",
+                                     ShortenUtf8(name, 80)));
   }
   return changed;
 }

@@ -45,6 +45,9 @@ Result<bool> NodeLease::Step(Steady::time_point now) {
   const std::string wall = MicroTimeNow();
   auto got = api_->Get(Ref());
   if (!got.ok() && got.status().code() == StatusCode::kNotFound) {
+    // Gone: another holder that gave it up (deleted it) was alive just now.
+    if (!holder_.empty() && holder_ != options_.identity) others_renewal_seen_ = now;
+    holder_.clear();
     json lease = {{"apiVersion", "coordination.k8s.io/v1"},
                   {"kind", "Lease"},
                   {"metadata", {{"name", lease_name()}, {"namespace", options_.name_space}}},
@@ -68,7 +71,8 @@ Result<bool> NodeLease::Step(Steady::time_point now) {
   if (!got.ok()) return got.status();
   json lease = *got;
   const std::string record = Record(lease);
-  if (record != observed_record_) {
+  const bool changed = record != observed_record_;
+  if (changed) {
     observed_record_ = record;
     observed_at_ = now;
   }
@@ -76,6 +80,7 @@ Result<bool> NodeLease::Step(Steady::time_point now) {
   if (!spec.is_object()) spec = json::object();
   holder_ = spec.contains("holderIdentity") && spec["holderIdentity"].is_string() ? spec["holderIdentity"].get<std::string>() : "";
   const bool ours = holder_ == options_.identity;
+  if (changed && !ours && !holder_.empty()) others_renewal_seen_ = now;
   std::chrono::seconds duration = options_.duration;
   if (spec.contains("leaseDurationSeconds") && spec["leaseDurationSeconds"].is_number_integer()) {
     duration = std::max(std::chrono::seconds(1), std::chrono::seconds(spec["leaseDurationSeconds"].get<int64_t>()));

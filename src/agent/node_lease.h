@@ -44,6 +44,10 @@ class NodeLease {
   // successor need not wait for it to run out.
   Status Release();
 
+  // When this agent last saw another agent's record of the lease change
+  // (a renewal, a take) or the lease it held go (given up): that agent was
+  // alive then. The epoch when it never did.
+  Steady::time_point others_renewal_seen() const { return others_renewal_seen_; }
   // The lease's holder as last read ("" when none).
   const std::string& holder() const { return holder_; }
   std::string lease_name() const { return "taugrid-agent-" + options_.node; }
@@ -56,6 +60,7 @@ class NodeLease {
   const NodeLeaseOptions options_;
   std::string observed_record_;
   Steady::time_point observed_at_{};
+  Steady::time_point others_renewal_seen_{};
   std::string holder_;
   std::string written_version_;  // the resourceVersion of the lease as this agent last wrote it
   bool held_ = false;

@@ -322,7 +322,53 @@ TEST_F(KubeBackendTest, OneAgentReportsPerNodeAndKeepsItsFaultsOnTheNode) {
     std::ofstream(scenario.string() + ".tmp") << FakeGpus(8, "[]");
     fs::rename(scenario.string() + ".tmp", scenario);
   }
-  second->Stop(SIGTERM);
+
+  // The holder is killed (no release); a third agent, waiting, finds XID 95
+  // on GPU 5 after the holder's last renewal: the holder never reported it,
+  // so the third keeps it when the lease runs out and it takes over.
+  const fs::path third_scenario = fs::path(g_work_dir) / "fake-nvml-lease-third.json";
+  std::ofstream(third_scenario) << FakeGpus(8, "[]");
+  auto third = std::make_unique<Agent>(name, third_scenario.string(), FreePort(), "-third",
+                                       std::vector<std::string>{"--identity", "third"});
+  ASSERT_TRUE(Eventually(30, [&] { return third->log().find("another agent reports for this node") != std::string::npos; }))
+      << third->log();
+  // While it waits, the lease's Role goes (an RBAC rollout gone wrong):
+  // having seen a holder, it goes on waiting rather than write beside it.
+  const kube::ResourceRef role_ref{"rbac.authorization.k8s.io", "v1", "roles", "kube-node-lease", "taugrid-agent", ""};
+  auto role = Cluster::Get()->client().Get(role_ref);
+  ASSERT_TRUE(role.ok()) << role.status().ToString();
+  ASSERT_TRUE(Cluster::Get()->client().Delete(role_ref).ok());
+  ASSERT_TRUE(Eventually(30, [&] { return third->log().find("it goes on waiting") != std::string::npos; }))
+      << third->log();
+  EXPECT_THAT(third->log(), Not(HasSubstr("reporting for the node")));
+  json restored_role = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                        {"kind", "Role"},
+                        {"metadata", {{"name", "taugrid-agent"}, {"namespace", "kube-node-lease"},
+                                      {"labels", (*role)["metadata"].value("labels", json::object())}}},
+                        {"rules", (*role)["rules"]}};
+  ASSERT_TRUE(Cluster::Get()->client().Create(role_ref, restored_role).ok());
+  second->Stop(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  {
+    std::ofstream(third_scenario.string() + ".tmp") << FakeGpus(8, R"([{"at_s": 0, "gpu": 5, "xid": 95}])");
+    fs::rename(third_scenario.string() + ".tmp", third_scenario);
+  }
+  ASSERT_TRUE(Eventually(30, [&] { return third->log().find("XID event") != std::string::npos; })) << third->log();
+  ASSERT_TRUE(Eventually(60, [&] { return third->log().find("reporting for the node") != std::string::npos; }))
+      << third->log();
+  ASSERT_TRUE(Eventually(30, [&] {
+    json n = GetNode(name);
+    return NodeCondition(n) == "False" && AgentTainted(n);
+  })) << "a fault the dead holder never reported was lost\n" << GetNode(name).dump(2) << "\n" << third->log();
+  EXPECT_THAT(third->log(), HasSubstr("a GPU fault found after the previous agent last renewed the lease is kept"));
+  ASSERT_TRUE(Cluster::Get()
+                  ->client()
+                  .MergePatch({"", "v1", "nodes", "", name, ""},
+                              {{"metadata", {{"annotations", {{"taugrid.io/gpu-clear", "all"}}}}}})
+                  .ok());
+  ASSERT_TRUE(Eventually(30, [&] { return NodeCondition(GetNode(name)) == "True" && !AgentTainted(GetNode(name)); }))
+      << third->log();
+  third->Stop(SIGTERM);
   // A stopped agent leaves no Lease behind (an uninstall leaves none).
   auto gone = Cluster::Get()->client().Get({"coordination.k8s.io", "v1", "leases", "kube-node-lease", "taugrid-agent-" + name, ""});
   EXPECT_EQ(gone.status().code(), StatusCode::kNotFound) << (gone.ok() ? gone->dump(2) : gone.status().ToString());
