@@ -1,5 +1,7 @@
 #include "server/api_chunked_body.h"
 
+#include "server/api_request_head.h"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -59,7 +61,8 @@ Status ParseChunkSize(const std::string& line, uint64_t* size) {
   }
   size_t rest = i;
   while (rest < line.size() && (line[rest] == ' ' || line[rest] == '\t')) ++rest;
-  if (rest < line.size() && line[rest] != ';') {
+  // White space only before a ';' (RFC 9112, 7.1.1: BWS ";" ...).
+  if ((rest < line.size() && line[rest] != ';') || (rest == line.size() && rest != i)) {
     return InvalidArgumentError(fmt::format("the chunk size \"{}\" of the chunked body is not a hexadecimal number",
                                             printable()));
   }
@@ -105,9 +108,10 @@ Status ReadChunkedBody(const ReadSome& read, size_t max, std::string* body) {
                                               size));
     }
   }
-  // The trailer section, up to its empty line: read and dropped.
+  // The trailer section, up to its empty line: checked as header lines
+  // are (a token, ':', a value without control characters), then dropped.
   size_t trailers = 0;
-  for (;;) {
+  for (int number = 1;; ++number) {
     if (Status st = ReadLine(read, kMaxChunkLine, "trailer line", &line); !st.ok()) return st;
     if (line.empty()) return Status::Ok();
     trailers += line.size() + 2;
@@ -117,6 +121,7 @@ Status ReadChunkedBody(const ReadSome& read, size_t max, std::string* body) {
     if (line.find(':') == std::string::npos || line[0] == ' ' || line[0] == '\t') {
       return InvalidArgumentError("a trailer line of the chunked body is not a header field (name: value)");
     }
+    if (Status st = CheckHeaderLine(line, fmt::format("in trailer {} of the chunked body", number)); !st.ok()) return st;
   }
 }
 

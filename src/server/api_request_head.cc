@@ -34,6 +34,43 @@ std::string Shown(std::string_view text) {
 
 }  // namespace
 
+Status CheckHeaderLine(std::string_view line, std::string_view where) {
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) {
+    return InvalidArgumentError(fmt::format("the line \"{}\" {} is not a header: a header is name: value", Shown(line), where));
+  }
+  const std::string_view name = line.substr(0, colon);
+  if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return IsTokenChar(static_cast<unsigned char>(c)); })) {
+    return InvalidArgumentError(fmt::format("the header name \"{}\" {} is malformed: "
+                                            "a header name is letters, digits and !#$%&'*+-.^_`|~ followed at "
+                                            "once by ':'",
+                                            Shown(name), where));
+  }
+  std::string_view value = line.substr(colon + 1);
+  if (std::any_of(value.begin(), value.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return (u < 0x20 && u != '\t') || u == 0x7F;
+      })) {
+    return InvalidArgumentError(fmt::format("the value of the header \"{}\" {} holds a "
+                                            "control character",
+                                            Shown(name), where));
+  }
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (EqualsIgnoreCase(name, "Content-Length") || EqualsIgnoreCase(name, "Transfer-Encoding")) {
+    if (value.empty()) {
+      return InvalidArgumentError(fmt::format("the header \"{}\" {} has no value",
+                                              Shown(name), where));
+    }
+    if (value.find('%') != std::string_view::npos) {
+      return InvalidArgumentError(fmt::format("the header \"{}: {}\" {} is not a "
+                                              "framing the API reads ('%' in it)",
+                                              Shown(name), Shown(value), where));
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckRequestHead(std::string_view head) {
   size_t start = 0;
   for (int number = 1; start < head.size(); ++number) {
@@ -58,35 +95,8 @@ Status CheckRequestHead(std::string_view head) {
                                               "name: value",
                                               number, Shown(line)));
     }
-    const std::string_view name = line.substr(0, colon);
-    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return IsTokenChar(static_cast<unsigned char>(c)); })) {
-      return InvalidArgumentError(fmt::format("the header name \"{}\" on line {} of the request head is malformed: "
-                                              "a header name is letters, digits and !#$%&'*+-.^_`|~ followed at "
-                                              "once by ':'",
-                                              Shown(name), number));
-    }
-    std::string_view value = line.substr(colon + 1);
-    if (std::any_of(value.begin(), value.end(), [](char c) {
-          const auto u = static_cast<unsigned char>(c);
-          return (u < 0x20 && u != '\t') || u == 0x7F;
-        })) {
-      return InvalidArgumentError(fmt::format("the value of the header \"{}\" on line {} of the request head holds a "
-                                              "control character",
-                                              Shown(name), number));
-    }
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    if (EqualsIgnoreCase(name, "Content-Length") || EqualsIgnoreCase(name, "Transfer-Encoding")) {
-      if (value.empty()) {
-        return InvalidArgumentError(fmt::format("the header \"{}\" on line {} of the request head has no value",
-                                                Shown(name), number));
-      }
-      if (value.find('%') != std::string_view::npos) {
-        return InvalidArgumentError(fmt::format("the header \"{}: {}\" on line {} of the request head is not a "
-                                                "framing the API reads ('%' in it)",
-                                                Shown(name), Shown(value), number));
-      }
-    }
+    const std::string where = fmt::format("on line {} of the request head", number);
+    if (Status st = CheckHeaderLine(line, where); !st.ok()) return st;
   }
   return Status::Ok();
 }

@@ -24,4 +24,10 @@ namespace tau::server {
 // request line) and what is wrong with it.
 Status CheckRequestHead(std::string_view head);
 
+// OK when `line` (without its CRLF) is a header field as above: a token,
+// ':' at once, a value without control characters, a framing header with
+// a plain value. InvalidArgument otherwise; `where` ("on line 3 of the
+// request head") goes into the message after the header's name.
+Status CheckHeaderLine(std::string_view line, std::string_view where);
+
 }  // namespace tau::server

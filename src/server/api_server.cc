@@ -386,6 +386,30 @@ class ApiServer::Impl {
                                                                   ShortenUtf8(req.get_header_value("Transfer-Encoding"), 32))));
       }
     }
+    // HTTP/1.1 names its host once (RFC 9112, 3.2).
+    if (req.version == "HTTP/1.1" && req.get_header_value_count("Host") != 1) {
+      return refuse_framing(400, InvalidArgumentError(fmt::format("an HTTP/1.1 request has one Host header; this "
+                                                                  "one has {}",
+                                                                  req.get_header_value_count("Host"))));
+    }
+    // The connection ends after this answer when the request says "close"
+    // in any case, among other options, in any Connection header (httplib
+    // heeds only an exact "close"), and after every HTTP/1.0 request.
+    bool close = req.version == "HTTP/1.0";
+    for (size_t i = 0; i < req.get_header_value_count("Connection"); ++i) {
+      std::string options = req.get_header_value("Connection", i);
+      std::transform(options.begin(), options.end(), options.begin(), [](unsigned char c) { return std::tolower(c); });
+      for (size_t at = 0; at <= options.size();) {
+        size_t comma = options.find(',', at);
+        if (comma == std::string::npos) comma = options.size();
+        std::string option = options.substr(at, comma - at);
+        option.erase(0, option.find_first_not_of(" \t"));
+        option.erase(option.find_last_not_of(" \t") + 1);
+        if (option == "close") close = true;
+        at = comma + 1;
+      }
+    }
+    if (close) EndConnectionAfterAnswer(res);
     // httplib reads a body only for POST, PUT and DELETE: on any other
     // method the declared body would be read as the next request.
     if (HasBody(req) && req.method != "POST" && req.method != "PUT" && req.method != "DELETE") {

@@ -27,6 +27,7 @@ namespace tau::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using ::testing::Not;
 
 // A raw HTTP exchange with the daemon on loopback.
@@ -449,6 +450,33 @@ TEST_F(ApiTest, ABodyOnAMethodThatTakesNoneIsRefusedNotReadAsTheNextRequest) {
     EXPECT_THAT(r.head, HasSubstr("Connection: close")) << method;
     EXPECT_TRUE(http.PeerCloses(10000)) << method;
     EXPECT_EQ(raw.find("HTTP/1.1", 1), std::string::npos) << "one answer only\n" << raw;
+  }
+}
+
+TEST_F(ApiTest, ConnectionCloseInAnyCaseOrListEndsTheConnectionAfterOneAnswer) {
+  const std::string next = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const std::string option : {"Close", "CLOSE", "keep-alive, close", "foo,close"}) {
+    RawHttp http(ApiUrl());
+    ASSERT_TRUE(http.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: " + option + "\r\n\r\n" + next));
+    std::string raw = http.ReadResponse(10000);
+    EXPECT_THAT(raw, StartsWith("HTTP/1.1 200")) << option;
+    EXPECT_THAT(Parse(raw).head, HasSubstr("Connection: close")) << option;
+    EXPECT_TRUE(http.PeerCloses(10000)) << option << ": the request after it is not served";
+  }
+  // HTTP/1.0: one answer, then the end.
+  RawHttp old(ApiUrl());
+  ASSERT_TRUE(old.Send("GET /healthz HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n" + next));
+  EXPECT_THAT(old.ReadResponse(10000), StartsWith("HTTP/1.1 200"));
+  EXPECT_TRUE(old.PeerCloses(10000));
+}
+
+TEST_F(ApiTest, AnHttp11RequestWithoutOneHostIsRefused) {
+  for (const std::string hosts : {"", "Host: a\r\nHost: b\r\n"}) {
+    RawHttp http(ApiUrl());
+    ASSERT_TRUE(http.Send("GET /healthz HTTP/1.1\r\n" + hosts + "\r\n"));
+    Reply r = Parse(http.ReadResponse(10000));
+    EXPECT_EQ(r.status, 400) << hosts;
+    EXPECT_THAT(r.body.value("message", ""), HasSubstr("an HTTP/1.1 request has one Host header")) << hosts;
   }
 }
 
