@@ -48,23 +48,16 @@ Status ParseChunkSize(const std::string& line, uint64_t* size) {
     value = value * 16 + digit;
     ++i;
   }
-  auto printable = [&] {
-    std::string out;
-    for (char c : line.substr(0, 32)) {
-      out += std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
-    }
-    return out;
-  };
   if (i == 0) {
     return InvalidArgumentError(fmt::format("the chunk size \"{}\" of the chunked body is not a hexadecimal number",
-                                            printable()));
+                                            ShownBytes(line)));
   }
   size_t rest = i;
   while (rest < line.size() && (line[rest] == ' ' || line[rest] == '\t')) ++rest;
   // White space only before a ';' (RFC 9112, 7.1.1: BWS ";" ...).
   if ((rest < line.size() && line[rest] != ';') || (rest == line.size() && rest != i)) {
     return InvalidArgumentError(fmt::format("the chunk size \"{}\" of the chunked body is not a hexadecimal number",
-                                            printable()));
+                                            ShownBytes(line)));
   }
   for (size_t k = rest; k < line.size(); ++k) {
     const unsigned char c = static_cast<unsigned char>(line[k]);

@@ -21,8 +21,9 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
          });
 }
 
-// The start of `text` for a message: printable ASCII, others as \xNN.
-std::string Shown(std::string_view text) {
+}  // namespace
+
+std::string ShownBytes(std::string_view text) {
   std::string out;
   for (char c : text.substr(0, 40)) {
     const auto u = static_cast<unsigned char>(c);
@@ -32,19 +33,17 @@ std::string Shown(std::string_view text) {
   return out;
 }
 
-}  // namespace
-
 Status CheckHeaderLine(std::string_view line, std::string_view where) {
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos) {
-    return InvalidArgumentError(fmt::format("the line \"{}\" {} is not a header: a header is name: value", Shown(line), where));
+    return InvalidArgumentError(fmt::format("the line \"{}\" {} is not a header: a header is name: value", ShownBytes(line), where));
   }
   const std::string_view name = line.substr(0, colon);
   if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return IsTokenChar(static_cast<unsigned char>(c)); })) {
     return InvalidArgumentError(fmt::format("the header name \"{}\" {} is malformed: "
                                             "a header name is letters, digits and !#$%&'*+-.^_`|~ followed at "
                                             "once by ':'",
-                                            Shown(name), where));
+                                            ShownBytes(name), where));
   }
   std::string_view value = line.substr(colon + 1);
   if (std::any_of(value.begin(), value.end(), [](char c) {
@@ -53,19 +52,19 @@ Status CheckHeaderLine(std::string_view line, std::string_view where) {
       })) {
     return InvalidArgumentError(fmt::format("the value of the header \"{}\" {} holds a "
                                             "control character",
-                                            Shown(name), where));
+                                            ShownBytes(name), where));
   }
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   if (EqualsIgnoreCase(name, "Content-Length") || EqualsIgnoreCase(name, "Transfer-Encoding")) {
     if (value.empty()) {
       return InvalidArgumentError(fmt::format("the header \"{}\" {} has no value",
-                                              Shown(name), where));
+                                              ShownBytes(name), where));
     }
     if (value.find('%') != std::string_view::npos) {
       return InvalidArgumentError(fmt::format("the header \"{}: {}\" {} is not a "
                                               "framing the API reads ('%' in it)",
-                                              Shown(name), Shown(value), where));
+                                              ShownBytes(name), ShownBytes(value), where));
     }
   }
   return Status::Ok();
@@ -93,7 +92,7 @@ Status CheckRequestHead(std::string_view head) {
     if (colon == std::string_view::npos) {
       return InvalidArgumentError(fmt::format("line {} of the request head (\"{}\") is not a header: a header is "
                                               "name: value",
-                                              number, Shown(line)));
+                                              number, ShownBytes(line)));
     }
     const std::string where = fmt::format("on line {} of the request head", number);
     if (Status st = CheckHeaderLine(line, where); !st.ok()) return st;

@@ -8,6 +8,7 @@
 // smuggling). The API refuses such a head at once.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "common/status.h"
@@ -29,5 +30,9 @@ Status CheckRequestHead(std::string_view head);
 // a plain value. InvalidArgument otherwise; `where` ("on line 3 of the
 // request head") goes into the message after the header's name.
 Status CheckHeaderLine(std::string_view line, std::string_view where);
+
+// The start of `text` (40 bytes) for a message: printable ASCII as it is,
+// other bytes as \xNN, "..." when cut.
+std::string ShownBytes(std::string_view text);
 
 }  // namespace tau::server

@@ -128,6 +128,20 @@ std::string FakeGpus(int count, const std::string& events) {
       .dump();
 }
 
+// An operator's clear of every GPU fault of `node` (the agent acts on it).
+bool ClearFaults(const std::string& node) {
+  auto cleared = Cluster::Get()->client().MergePatch(
+      {"", "v1", "nodes", "", node, ""}, {{"metadata", {{"annotations", {{"taugrid.io/gpu-clear", "all"}}}}}});
+  EXPECT_TRUE(cleared.ok()) << cleared.status().ToString();
+  return cleared.ok();
+}
+
+// Replaces a fake NVML scenario at once (the library rereads it).
+void WriteScenario(const fs::path& path, const std::string& scenario) {
+  std::ofstream(path.string() + ".tmp") << scenario;
+  fs::rename(path.string() + ".tmp", path);
+}
+
 int FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -166,10 +180,7 @@ TEST_F(KubeBackendTest, AFatalGpuFaultTaintsItsNodeAndTheJobOnItMovesToTheOtherN
   EXPECT_FALSE(AgentTainted(GetNode(bad)));
 
   // XID 95 (uncontained ECC error) on GPU 1: within 10 s the node says so.
-  {
-    std::ofstream(scenario.string() + ".tmp") << FakeGpus(8, R"([{"at_s": 0, "gpu": 1, "xid": 95}])");
-    fs::rename(scenario.string() + ".tmp", scenario);
-  }
+  WriteScenario(scenario, FakeGpus(8, R"([{"at_s": 0, "gpu": 1, "xid": 95}])"));
   ASSERT_TRUE(Eventually(10, [&] {
     json node = GetNode(bad);
     return NodeCondition(node) == "False" && AgentTainted(node);
@@ -218,10 +229,7 @@ TEST_F(KubeBackendTest, AFatalGpuFaultTaintsItsNodeAndTheJobOnItMovesToTheOtherN
   // The agent is killed and replaced (a pod restart, an upgrade). NVML
   // does not replay the XID to the new one; the Node's record keeps the
   // fault until an operator clears it.
-  {
-    std::ofstream(scenario.string() + ".tmp") << FakeGpus(8, "[]");
-    fs::rename(scenario.string() + ".tmp", scenario);
-  }
+  WriteScenario(scenario, FakeGpus(8, "[]"));
   agent->Stop(SIGKILL);
   const int port2 = FreePort();
   agent = std::make_unique<Agent>(bad, scenario.string(), port2, "-2");
@@ -238,9 +246,7 @@ TEST_F(KubeBackendTest, AFatalGpuFaultTaintsItsNodeAndTheJobOnItMovesToTheOtherN
   EXPECT_TRUE(AgentTainted(node)) << node.dump(2);
 
   // After the repair the operator clears the fault: the taint goes.
-  auto cleared = Cluster::Get()->client().MergePatch({"", "v1", "nodes", "", bad, ""},
-                                                     {{"metadata", {{"annotations", {{"taugrid.io/gpu-clear", "all"}}}}}});
-  ASSERT_TRUE(cleared.ok()) << cleared.status().ToString();
+  ASSERT_TRUE(ClearFaults(bad));
   EXPECT_TRUE(Eventually(30, [&] {
     json n = GetNode(bad);
     return NodeCondition(n) == "True" && !AgentTainted(n) &&
@@ -299,17 +305,10 @@ TEST_F(KubeBackendTest, OneAgentReportsPerNodeAndKeepsItsFaultsOnTheNode) {
   // Both see XID 95 on GPU 3; the holder reports it; the operator clears it
   // through the holder. The agent that takes over keeps it cleared: it
   // starts from the Node's record, not from what it saw while waiting.
-  {
-    std::ofstream(scenario.string() + ".tmp") << FakeGpus(8, R"([{"at_s": 0, "gpu": 3, "xid": 95}])");
-    fs::rename(scenario.string() + ".tmp", scenario);
-  }
+  WriteScenario(scenario, FakeGpus(8, R"([{"at_s": 0, "gpu": 3, "xid": 95}])"));
   ASSERT_TRUE(Eventually(30, [&] { return AgentTainted(GetNode(name)); })) << first->log();
   ASSERT_TRUE(Eventually(30, [&] { return second->log().find("XID event") != std::string::npos; })) << second->log();
-  ASSERT_TRUE(Cluster::Get()
-                  ->client()
-                  .MergePatch({"", "v1", "nodes", "", name, ""},
-                              {{"metadata", {{"annotations", {{"taugrid.io/gpu-clear", "all"}}}}}})
-                  .ok());
+  ASSERT_TRUE(ClearFaults(name));
   ASSERT_TRUE(Eventually(30, [&] { return NodeCondition(GetNode(name)) == "True" && !AgentTainted(GetNode(name)); }))
       << first->log();
   ASSERT_TRUE(first->StopWithin(SIGTERM, 20));
@@ -318,10 +317,7 @@ TEST_F(KubeBackendTest, OneAgentReportsPerNodeAndKeepsItsFaultsOnTheNode) {
   std::this_thread::sleep_for(std::chrono::seconds(2));  // several polls of the new holder
   EXPECT_EQ(NodeCondition(GetNode(name)), "True") << second->log();
   EXPECT_FALSE(AgentTainted(GetNode(name))) << "a fault the operator cleared came back\n" << second->log();
-  {
-    std::ofstream(scenario.string() + ".tmp") << FakeGpus(8, "[]");
-    fs::rename(scenario.string() + ".tmp", scenario);
-  }
+  WriteScenario(scenario, FakeGpus(8, "[]"));
 
   // The holder is killed (no release); a third agent, waiting, finds XID 95
   // on GPU 5 after the holder's last renewal: the holder never reported it,
@@ -349,10 +345,7 @@ TEST_F(KubeBackendTest, OneAgentReportsPerNodeAndKeepsItsFaultsOnTheNode) {
   ASSERT_TRUE(Cluster::Get()->client().Create(role_ref, restored_role).ok());
   second->Stop(SIGKILL);
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  {
-    std::ofstream(third_scenario.string() + ".tmp") << FakeGpus(8, R"([{"at_s": 0, "gpu": 5, "xid": 95}])");
-    fs::rename(third_scenario.string() + ".tmp", third_scenario);
-  }
+  WriteScenario(third_scenario, FakeGpus(8, R"([{"at_s": 0, "gpu": 5, "xid": 95}])"));
   ASSERT_TRUE(Eventually(30, [&] { return third->log().find("XID event") != std::string::npos; })) << third->log();
   ASSERT_TRUE(Eventually(60, [&] { return third->log().find("reporting for the node") != std::string::npos; }))
       << third->log();
@@ -361,11 +354,7 @@ TEST_F(KubeBackendTest, OneAgentReportsPerNodeAndKeepsItsFaultsOnTheNode) {
     return NodeCondition(n) == "False" && AgentTainted(n);
   })) << "a fault the dead holder never reported was lost\n" << GetNode(name).dump(2) << "\n" << third->log();
   EXPECT_THAT(third->log(), HasSubstr("a GPU fault found after the previous agent last renewed the lease is kept"));
-  ASSERT_TRUE(Cluster::Get()
-                  ->client()
-                  .MergePatch({"", "v1", "nodes", "", name, ""},
-                              {{"metadata", {{"annotations", {{"taugrid.io/gpu-clear", "all"}}}}}})
-                  .ok());
+  ASSERT_TRUE(ClearFaults(name));
   ASSERT_TRUE(Eventually(30, [&] { return NodeCondition(GetNode(name)) == "True" && !AgentTainted(GetNode(name)); }))
       << third->log();
   third->Stop(SIGTERM);
@@ -398,9 +387,7 @@ TEST_F(KubeBackendTest, OneAgentReportsPerNodeAndKeepsItsFaultsOnTheNode) {
   })) << GetNode(name).dump(2) << "\n" << restarted->log();
   EXPECT_THAT(restarted->log(), HasSubstr("stays Unhealthy"));
   // Cleared by the operator: the state file forgets it too.
-  auto cleared = Cluster::Get()->client().MergePatch({"", "v1", "nodes", "", name, ""},
-                                                     {{"metadata", {{"annotations", {{"taugrid.io/gpu-clear", "all"}}}}}});
-  ASSERT_TRUE(cleared.ok()) << cleared.status().ToString();
+  ASSERT_TRUE(ClearFaults(name));
   EXPECT_TRUE(Eventually(30, [&] {
     json n = GetNode(name);
     std::ifstream in(state);
