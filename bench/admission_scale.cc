@@ -14,7 +14,9 @@
 //   tau-bench-admission-scale [--json] [--pending N] [--events E]
 //                             [--queues Q] [--cohorts C] [--repeat R]
 //                             [--scenario all|one-queue|throughput]
-// (--scenario runs only (1)+(2) or only (3), e.g. under callgrind.)
+//                             [--order both|classical|fair]
+// (--scenario runs only (1)+(2) or only (3), and --order only one of (3)'s
+// two passes, e.g. under callgrind.)
 // With --json the last line of stdout is one JSON object.
 
 #include <algorithm>
@@ -147,7 +149,7 @@ double RunThroughput(int pending, int queues, int cohorts, bool fair_sharing) {
 int main(int argc, char** argv) {
   bool json = false;
   int pending = 100000, events = 200, queues = 1000, cohorts = 10, repeat = 3;
-  std::string scenario = "all";
+  std::string scenario = "all", order = "both";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() { return i + 1 < argc ? std::atoi(argv[++i]) : -1; };
@@ -158,15 +160,20 @@ int main(int argc, char** argv) {
     else if (a == "--cohorts") cohorts = value();
     else if (a == "--repeat") repeat = value();
     else if (a == "--scenario" && i + 1 < argc) scenario = argv[++i];
+    else if (a == "--order" && i + 1 < argc) order = argv[++i];
     else {
       std::fprintf(stderr, "usage: tau-bench-admission-scale [--json] [--pending N] [--events E] [--queues Q] "
-                           "[--cohorts C] [--repeat R] [--scenario all|one-queue|throughput]\n");
+                           "[--cohorts C] [--repeat R] [--scenario all|one-queue|throughput] [--order both|classical|fair]\n");
       return 2;
     }
   }
   if (scenario != "all" && scenario != "one-queue" && scenario != "throughput") {
     std::fprintf(stderr, "tau-bench-admission-scale: --scenario is all, one-queue or throughput, not \"%s\"\n",
                  scenario.c_str());
+    return 2;
+  }
+  if (order != "both" && order != "classical" && order != "fair") {
+    std::fprintf(stderr, "tau-bench-admission-scale: --order is both, classical or fair, not \"%s\"\n", order.c_str());
     return 2;
   }
   const bool one_queue = scenario != "throughput", throughput = scenario != "one-queue";
@@ -186,8 +193,8 @@ int main(int argc, char** argv) {
       admitted = o.admitted;
     }
     if (throughput) {
-      classical.push_back(RunThroughput(pending, queues, cohorts, false));
-      fair.push_back(RunThroughput(pending, queues, cohorts, true));
+      if (order != "fair") classical.push_back(RunThroughput(pending, queues, cohorts, false));
+      if (order != "classical") fair.push_back(RunThroughput(pending, queues, cohorts, true));
     }
   }
   std::printf("one queue, %d pending: cold pass %.3f s (%zu admitted); %d events (submit or finish) + pass: "

@@ -45,7 +45,7 @@ void AdmissionEngine::BeginShapeScan(QueueState& q, PendingQueue::const_iterator
 }
 
 const Workload* AdmissionEngine::NextByShape(QueueState& q, PendingQueue::const_iterator* from, ShapeScan* scan,
-                                             const std::unordered_set<std::string>& parked, Choice* choice,
+                                             const std::unordered_set<const Workload*>& parked, ChoiceRef* choice,
                                              size_t* passed_over) {
   *passed_over = 0;
   if (*from == q.pending.end()) return nullptr;
@@ -57,16 +57,16 @@ const Workload* AdmissionEngine::NextByShape(QueueState& q, PendingQueue::const_
     for (const auto& [shape, set] : q.pending.shapes()) scan->cursors.push_back({&shape, &set, set.lower_bound(pos)});
   }
   scan->last_candidate.clear();
-  auto eligible = [&](const std::string& id) {
-    return (held_.empty() || !held_.count(id)) && (backoff_until_.empty() || !backoff_until_.count(id)) &&
-           !parked.count(id);
+  auto eligible = [&](const PendingQueue::Entry& e) {
+    return (held_.empty() || !held_.count(e.id)) && (backoff_until_.empty() || !backoff_until_.count(e.id)) &&
+           !parked.count(e.workload);
   };
   // Each shape's first eligible workload from `pos`, in queue order.
   std::vector<std::pair<PendingQueue::const_iterator, size_t>> heads;
   for (size_t k = 0; k < scan->cursors.size(); ++k) {
     ShapeScan::Cursor& c = scan->cursors[k];
     if (c.at != c.set->end() && **c.at < pos) c.at = c.set->lower_bound(pos);
-    while (c.at != c.set->end() && !eligible((*c.at)->id)) ++c.at;
+    while (c.at != c.set->end() && !eligible(**c.at)) ++c.at;
     if (c.at != c.set->end()) heads.emplace_back(*c.at, k);
   }
   std::sort(heads.begin(), heads.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
@@ -76,10 +76,10 @@ const Workload* AdmissionEngine::NextByShape(QueueState& q, PendingQueue::const_
   const Workload* found = nullptr;
   for (const auto& [entry, k] : heads) {
     ShapeScan::Cursor& c = scan->cursors[k];
-    const Workload& w = workloads_.at(entry->id);
+    const Workload& w = *entry->workload;
     ++pass_stats_.nominated;
-    Choice ch = AssignFlavorsOfShape(q, w, /*simulate_preemption=*/true, *c.shape);
-    if (ch.fit == QuotaTree::Fit::kFit) {
+    ChoiceRef ch = AssignFlavorsOfShape(q, w, /*simulate_preemption=*/true, *c.shape);
+    if (ch->fit == QuotaTree::Fit::kFit) {
       found = &w;
       *choice = std::move(ch);
       stretch.end = *entry;
@@ -94,7 +94,7 @@ const Workload* AdmissionEngine::NextByShape(QueueState& q, PendingQueue::const_
       }
       break;
     }
-    stretch.verdicts.push_back({*c.shape, std::move(ch.reason), std::move(ch.message)});
+    stretch.verdicts.push_back({*c.shape, std::move(ch)});
   }
   if (found) {
     // The eligible workloads in [pos, candidate): all of them but those
@@ -105,7 +105,7 @@ const Workload* AdmissionEngine::NextByShape(QueueState& q, PendingQueue::const_
       return static_cast<size_t>(std::lower_bound(v.begin(), v.end(), end) - std::lower_bound(v.begin(), v.end(), pos));
     };
     *passed_over = q.pending.CountBefore(end) - q.pending.CountBefore(pos) - in_range(scan->skipped) -
-                   (parked.count(pos.id) ? 1 : 0);
+                   (parked.count(pos.workload) ? 1 : 0);
   } else {
     *from = q.pending.end();
   }

@@ -66,7 +66,16 @@ void AdmissionEngine::Configure(const KueueConfig& config) {
     queues[cq.name] = std::move(q);
   }
   queues_ = std::move(queues);
-  choice_cache_.clear();
+  // The pairs flavor assignment checks, numbered once the tree is built.
+  for (auto& [name, q] : queues_) {
+    for (const auto& g : q.spec->resource_groups) {
+      auto& by_flavor = q.pairs.emplace_back();
+      for (const auto& f : g.flavors) {
+        auto& by_resource = by_flavor.emplace_back();
+        for (const auto& r : g.covered_resources) by_resource.push_back(tree_.PairIndex(f.name, r));
+      }
+    }
+  }
   has_hold_and_drain_ = false;
   for (auto& [name, q] : queues_) {
     q.root = tree_.Root(q.node);
@@ -163,10 +172,10 @@ Status AdmissionEngine::CheckFeasible(const Workload& w) const {
   if (!cq) return NotFoundError(fmt::format("{}: {}", why.reason, why.message));
   const QueueState& q = queues_.at(*cq);
   if (!q.inactive_reason.empty()) return Status::Ok();
-  Choice c = AssignFlavors(q, w);
-  if (c.fit == Fit::kNoFit) {
+  ChoiceRef c = AssignFlavors(q, w);
+  if (c->fit == Fit::kNoFit) {
     return FailedPreconditionError(fmt::format("the job can never be admitted to ClusterQueue \"{}\": {}: {}", *cq,
-                                               c.reason, c.message));
+                                               c->reason, c->message.Text()));
   }
   return Status::Ok();
 }
@@ -179,8 +188,9 @@ void AdmissionEngine::Restore(const Workload& w) {
   a.workload_id = w.id;
   if (cq) {
     const QueueState& q = queues_.at(*cq);
-    Choice c = AssignFlavors(q, w);
-    if (c.fit != Fit::kNoFit) a = c.admission;
+    ChoiceRef c = AssignFlavors(q, w);
+    if (c->fit != Fit::kNoFit) a = c->admission;
+    a.workload_id = w.id;
     a.cluster_queue = *cq;
     tree_.AddUsage(q.node, a.usage);
     Touch(*cq);
@@ -195,10 +205,10 @@ Status AdmissionEngine::Submit(const Workload& w) {
   if (!cq) return NotFoundError(fmt::format("{}: {}", why.reason, why.message));
   const QueueState& q = queues_.at(*cq);
   if (q.inactive_reason.empty()) {
-    Choice c = AssignFlavors(q, w);
-    if (c.fit == Fit::kNoFit) {
+    ChoiceRef c = AssignFlavors(q, w);
+    if (c->fit == Fit::kNoFit) {
       return FailedPreconditionError(fmt::format("the job can never be admitted to ClusterQueue \"{}\": {}: {}",
-                                                 *cq, c.reason, c.message));
+                                                 *cq, c->reason, c->message.Text()));
     }
   }
   // A workload queued again (same id) leaves its old place first.
@@ -212,7 +222,7 @@ Status AdmissionEngine::Submit(const Workload& w) {
   workloads_[w.id] = w;
   QueueState& target = queues_.at(*cq);
   const bool clean = incremental_ && !all_dirty_ && !dirty_roots_.count(target.root);
-  Enqueue(target, w);
+  Enqueue(target, workloads_.at(w.id));  // the queue points to the engine's copy
   if (!clean || !DecideWithoutPass(target, w)) Touch(*cq);
   return Status::Ok();
 }
@@ -238,10 +248,10 @@ bool AdmissionEngine::DecideWithoutPass(const QueueState& q, const Workload& w) 
     // Quota a blocked StrictFIFO head held back for the whole pass counts
     // in the verdicts the pass gives after it: a pass decides.
     if (reserving_roots_.count(q.root)) return false;
-    Choice c = AssignFlavors(q, w, /*simulate_preemption=*/true);
-    if (c.fit == Fit::kFit) return false;
-    if (c.fit == Fit::kNeedsPreemption && !FindVictimsForPass(q, w, c.admission.usage).empty()) return false;
-    verdicts_[w.id] = {c.reason, c.message, decided->second};
+    ChoiceRef c = AssignFlavors(q, w, /*simulate_preemption=*/true);
+    if (c->fit == Fit::kFit) return false;
+    if (c->fit == Fit::kNeedsPreemption && !FindVictimsForPass(q, w, c->admission.usage).empty()) return false;
+    verdicts_[w.id] = {c->reason, c, "", decided->second};
   }
   enqueued_pass_[w.id] = decided->second - 1;  // counts as seen by that pass
   return true;
@@ -336,7 +346,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   pass_reserved_.clear();
   needs_another_pass_ = false;
   pass_stats_ = {};
-  std::unordered_set<std::string> parked;  // workloads that cannot go this pass
+  std::unordered_set<const Workload*> parked;  // workloads that cannot go this pass
   std::set<std::string> blocked_queues; // StrictFIFO queues whose head cannot go
   // Per queue, where the scan for its next candidate starts: everything
   // before it is held, backing off or parked for the rest of the pass (an
@@ -362,7 +372,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   struct Candidate {
     QueueState* queue;
     const Workload* workload;
-    Choice choice;
+    ChoiceRef choice;
     std::vector<Eviction> targets;  // when it needs preemption
     bool deferred = false;          // its victims include one this pass admitted
     // What it holds back without victims, once worked out (it does not
@@ -375,10 +385,11 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   // the rest of the pass (pass_reserved_).
   std::vector<std::pair<QuotaTree::NodeId, FlavorResourceAmounts>> cycle_reserved;
   // A head that cannot go in this pass: record why and move past it.
-  auto park = [&](Candidate& c, std::string reason, std::string message) {
-    verdicts_[c.workload->id] = {std::move(reason), std::move(message), pass_};
+  // The message is the choice's (when given) followed by `text`.
+  auto park = [&](Candidate& c, const char* reason, const ChoiceRef& choice, std::string text) {
+    verdicts_[c.workload->id] = {reason, choice, std::move(text), pass_};
     if (c.queue->spec->queueing_strategy == "StrictFIFO") blocked_queues.insert(c.queue->spec->name);
-    else parked.insert(c.workload->id);
+    else parked.insert(c.workload);
   };
   // One cycle as Kueue's: each queue's head is nominated against the quota
   // as the cycle starts (its flavors and, when it needs preemption, its
@@ -389,11 +400,12 @@ std::vector<Admission> AdmissionEngine::Schedule() {
   // after it that no longer fit wait) and evicts its victims.
   auto process = [&](Candidate& c) {
     const Workload& w = *c.workload;
-    if (c.choice.fit == Fit::kNoFit) return park(c, c.choice.reason, c.choice.message);
-    const bool preempts = c.choice.fit == Fit::kNeedsPreemption;
+    const Choice& choice = *c.choice;
+    if (choice.fit == Fit::kNoFit) return park(c, choice.reason, c.choice, "");
+    const bool preempts = choice.fit == Fit::kNeedsPreemption;
     if (preempts && c.targets.empty()) {
       if (!c.deferred) {
-        FlavorResourceAmounts hold = c.hold ? std::move(*c.hold) : ReservationWithoutVictims(*c.queue, c.choice.admission);
+        FlavorResourceAmounts hold = c.hold ? std::move(*c.hold) : ReservationWithoutVictims(*c.queue, choice.admission);
         if (!hold.empty()) {
           tree_.AddUsage(c.queue->node, hold);
           if (c.queue->spec->queueing_strategy == "StrictFIFO") {
@@ -404,12 +416,11 @@ std::vector<Admission> AdmissionEngine::Schedule() {
           }
         }
       }
-      return park(c, c.choice.reason, c.choice.message);
+      return park(c, choice.reason, c.choice, "");
     }
     for (const Eviction& t : c.targets) {
       if (pass_victims_.count(t.victim_id)) {
-        return park(c, "WaitingForQuota",
-                    fmt::format("{}; its preemption targets overlap another workload's in this pass", c.choice.message));
+        return park(c, "WaitingForQuota", c.choice, "; its preemption targets overlap another workload's in this pass");
       }
     }
     // A preemptor counts the quota of its own victims and of the victims of
@@ -420,19 +431,19 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       std::set<std::string> freed = pass_victims_;
       for (const Eviction& t : c.targets) freed.insert(t.victim_id);
       ReleaseWhileDeciding(freed, true);
-      fits = FitsQuota(*c.queue, c.choice.admission.usage, /*allow_borrowing=*/true);
+      fits = FitsQuota(*c.queue, choice.admission.usage, /*allow_borrowing=*/true);
       ReleaseWhileDeciding(freed, false);
     } else {
-      fits = FitsQuota(*c.queue, c.choice.admission.usage, /*allow_borrowing=*/true);
+      fits = FitsQuota(*c.queue, choice.admission.usage, /*allow_borrowing=*/true);
     }
     if (!fits) {
       // A head that fit at nomination is nominated again next cycle.
-      if (preempts) park(c, "WaitingForQuota", c.choice.message + "; no longer fits after other admissions");
+      if (preempts) park(c, "WaitingForQuota", c.choice, "; no longer fits after other admissions");
       return;
     }
-    tree_.AddUsage(c.queue->node, c.choice.admission.usage);
+    tree_.AddUsage(c.queue->node, choice.admission.usage);
     if (preempts) {
-      pass_reserved_.emplace_back(c.queue->node, c.choice.admission.usage);
+      pass_reserved_.emplace_back(c.queue->node, choice.admission.usage);
       std::string names;
       Touch(c.queue->spec->name);
       for (const Eviction& t : c.targets) {
@@ -441,19 +452,21 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         names += (names.empty() ? "" : ", ") + t.victim_id;
         if (evicting_.insert(t.victim_id).second) evictions_.push_back(t);
       }
-      return park(c, "WaitingForPreemptedWorkloads", "preempting " + names);
+      return park(c, "WaitingForPreemptedWorkloads", nullptr, "preempting " + names);
     }
     Touch(c.queue->spec->name);
-    admitted_[w.id] = c.choice.admission;
+    Admission& a = admitted_[w.id];
+    a = choice.admission;
+    a.workload_id = w.id;
     admitted_order_[w.id] = ++next_admitted_order_;
     pass_admitted_.insert(w.id);
-    admitted.push_back(c.choice.admission);
+    admitted.push_back(a);
     // The candidate is where its queue's scan stopped: the scan goes on
     // from the workload after it.
     auto& at = scan_from.at(c.queue);
     at = c.queue->pending.Erase(at);
     if (UsesAdmissionFairSharing(*c.queue)) {
-      AddEntryPenalty(w, c.choice.admission);
+      AddEntryPenalty(w, a);
       SortQueue(*c.queue);
       at = c.queue->pending.begin();
     }
@@ -477,7 +490,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         ShapeScan& scan = it->second;
         if (fresh) BeginShapeScan(q, i, &scan);
         if (!scan.next) {
-          Choice choice;
+          ChoiceRef choice;
           size_t passed_over = 0;
           if (const Workload* w = NextByShape(q, &i, &scan, parked, &choice, &passed_over)) {
             scan.next = ShapeScan::Next{w, std::move(choice), cycle + passed_over};
@@ -494,10 +507,10 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       for (; i != q.pending.end(); ++i) {
         const std::string& id = i->id;
         if ((!held_.empty() && held_.count(id)) || (!backoff_until_.empty() && backoff_until_.count(id)) ||
-            parked.count(id)) {
+            parked.count(i->workload)) {
           continue;
         }
-        const Workload& w = workloads_.at(id);
+        const Workload& w = *i->workload;
         // A stopped LocalQueue's workloads stay in place without blocking
         // the ClusterQueue, as Kueue takes them out of its queue.
         if (const LocalQueue* lq = has_stopped_local_queue_ ? LocalQueueOf(w) : nullptr; lq && lq->stop_policy != "None") {
@@ -505,7 +518,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         }
         ++pass_stats_.nominated;
         // The queue keeps each workload's shape: not built again per cycle.
-        const std::string* shape = incremental_ ? q.pending.ShapeOf(id) : nullptr;
+        const std::string* shape = incremental_ ? i->shape : nullptr;
         candidates.push_back({&q, &w,
                               shape ? AssignFlavorsOfShape(q, w, /*simulate_preemption=*/true, *shape)
                                     : AssignFlavors(q, w, /*simulate_preemption=*/true),
@@ -527,8 +540,8 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       }
     }
     for (Candidate& c : candidates) {
-      if (c.choice.fit == Fit::kNeedsPreemption) {
-        c.targets = FindVictimsForPass(*c.queue, *c.workload, c.choice.admission.usage, &c.deferred);
+      if (c.choice->fit == Fit::kNeedsPreemption) {
+        c.targets = FindVictimsForPass(*c.queue, *c.workload, c.choice->admission.usage, &c.deferred);
       }
     }
     if (FairSharing()) {
@@ -542,11 +555,11 @@ std::vector<Admission> AdmissionEngine::Schedule() {
         // What a head holds back depends only on its own ClusterQueue's
         // usage, which nothing else changes within the cycle.
         bool holds_nothing = false;
-        if (c.choice.fit == Fit::kNeedsPreemption && c.targets.empty()) {
-          if (!c.deferred) c.hold = ReservationWithoutVictims(*c.queue, c.choice.admission);
+        if (c.choice->fit == Fit::kNeedsPreemption && c.targets.empty()) {
+          if (!c.deferred) c.hold = ReservationWithoutVictims(*c.queue, c.choice->admission);
           holds_nothing = c.deferred || c.hold->empty();
         }
-        if (c.choice.fit == Fit::kNoFit || holds_nothing) {
+        if (c.choice->fit == Fit::kNoFit || holds_nothing) {
           process(c);
         } else {
           left.push_back(&c);
@@ -564,7 +577,7 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       for (size_t i = 0; i < left.size(); ++i) {
         Tree& t = trees[left[i]->queue->root];
         t.left.push_back(left[i]);
-        t.heads.push_back({left[i]->queue, left[i]->workload, &left[i]->choice.admission});
+        t.heads.push_back({left[i]->queue, left[i]->workload, &left[i]->choice->admission});
         t.order.push_back(i);
       }
       for (size_t picks = 0; picks < left.size(); ++picks) {
@@ -593,8 +606,8 @@ std::vector<Admission> AdmissionEngine::Schedule() {
       order.reserve(candidates.size());
       for (Candidate& c : candidates) order.push_back(&c);
       std::stable_sort(order.begin(), order.end(), [](const Candidate* a, const Candidate* b) {
-        if (a->choice.admission.borrowing_level != b->choice.admission.borrowing_level) {
-          return a->choice.admission.borrowing_level < b->choice.admission.borrowing_level;
+        if (a->choice->admission.borrowing_level != b->choice->admission.borrowing_level) {
+          return a->choice->admission.borrowing_level < b->choice->admission.borrowing_level;
         }
         if (a->workload->priority != b->workload->priority) return a->workload->priority > b->workload->priority;
         return a->workload->seq < b->workload->seq;

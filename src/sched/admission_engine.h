@@ -1,11 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "sched/kueue_objects.h"
 #include "sched/pending_queue.h"
 #include "sched/quota_tree.h"
+#include "sched/verdict_message.h"
 #include "sched/workload.h"
 
 namespace tau::sched {
@@ -152,8 +155,11 @@ class AdmissionEngine {
   // candidates, each with the verdict of every shape whose workloads the
   // pass parked there. A stretch whose workloads were all skipped or
   // parked one by one is left out.
+  struct Choice;
+  using ChoiceRef = std::shared_ptr<const Choice>;
   struct ShapeVerdict {
-    std::string shape, reason, message;
+    std::string shape;
+    ChoiceRef choice;  // its reason and message
   };
   struct Stretch {
     std::optional<PendingQueue::Entry> end;  // exclusive; nullopt: to the queue's end
@@ -165,6 +171,25 @@ class AdmissionEngine {
     std::vector<Stretch> stretches;
     std::unordered_set<std::string> skipped;  // held or backing off in that pass
   };
+  // A flavor assignment's verdict. Shared, and never changed once made:
+  // workloads of one shape get the same one while their tree's usage stays
+  // the same, so `admission.workload_id` is left empty (set when admitted).
+  struct Choice {
+    QuotaTree::Fit fit = QuotaTree::Fit::kNoFit;
+    Admission admission;
+    const char* reason = "";  // a Kueue reason name; "" when it fits
+    VerdictMessage message;
+  };
+  struct CachedChoice {
+    uint64_t tree_version;
+    ChoiceRef choice;
+  };
+  // Shapes are looked up without building a key (heterogeneous lookup).
+  struct ShapeHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using ChoiceMemo = std::unordered_map<std::string, CachedChoice, ShapeHash, std::equal_to<>>;
   struct QueueState {
     const ClusterQueue* spec = nullptr;
     QuotaTree::NodeId node = 0;
@@ -172,11 +197,13 @@ class AdmissionEngine {
     std::string inactive_reason;  // "" when active
     PendingQueue pending;
     Timeline timeline;
-  };
-  struct Choice {
-    QuotaTree::Fit fit = QuotaTree::Fit::kNoFit;
-    Admission admission;
-    std::string reason, message;
+    // Flavor assignment remembered by shape, without and with the
+    // simulation of preemption (AssignFlavorsOfShape).
+    mutable ChoiceMemo memo[2];
+    // Per resource group, per flavor, per covered resource: the quota
+    // tree's number for the pair (QuotaTree::PairIndex), -1 when no node
+    // declares it.
+    std::vector<std::vector<std::vector<int>>> pairs;
   };
 
   // The flavor of each resource group, scanned in order under the queue's
@@ -188,10 +215,10 @@ class AdmissionEngine {
   // selector, tolerations) while the queue's cohort tree's usage stays the
   // same (QuotaTree::Version), unless it looked for victims: a queue of
   // workloads that do not fit is then not re-evaluated one by one.
-  Choice AssignFlavors(const QueueState& q, const Workload& w, bool simulate_preemption = false) const;
+  ChoiceRef AssignFlavors(const QueueState& q, const Workload& w, bool simulate_preemption = false) const;
   // The same for a workload whose shape (ShapeOf) is known.
-  Choice AssignFlavorsOfShape(const QueueState& q, const Workload& w, bool simulate_preemption,
-                              const std::string& shape) const;
+  ChoiceRef AssignFlavorsOfShape(const QueueState& q, const Workload& w, bool simulate_preemption,
+                                 const std::string& shape) const;
   // Everything of a workload that flavor assignment reads, except what only
   // a victim search reads (its id and priority), as one key.
   static std::string ShapeOf(const Workload& w);
@@ -363,7 +390,7 @@ class AdmissionEngine {
     // The candidate found, and the cycle of the pass in which it is due.
     struct Next {
       const Workload* workload;
-      Choice choice;
+      ChoiceRef choice;
       uint64_t cycle;
     };
     std::optional<Next> next;
@@ -379,7 +406,7 @@ class AdmissionEngine {
   // before it (each of which visiting them one by one parks in a cycle of
   // its own) and moves `*from` to it (end() when none is left).
   const Workload* NextByShape(QueueState& q, PendingQueue::const_iterator* from, ShapeScan* scan,
-                              const std::unordered_set<std::string>& parked, Choice* choice,
+                              const std::unordered_set<const Workload*>& parked, ChoiceRef* choice,
                               size_t* passed_over);
   // The verdict a pass that decided `q` by shape gave pending workload
   // `id`, when that pass is `pass`; nullptr otherwise.
@@ -421,8 +448,11 @@ class AdmissionEngine {
   // blocked StrictFIFO head), so a pass costs what it decides, not the
   // queue's length.
   struct Verdict {
-    std::string reason, message;
+    const char* reason = "";
+    ChoiceRef choice;  // whose message it gives first, when any
+    std::string text;  // after the choice's message, or the message
     uint64_t pass = 0;
+    std::string Message() const { return choice ? choice->message.Text() + text : text; }
   };
   std::unordered_map<std::string, Verdict> verdicts_;
   std::unordered_map<QuotaTree::NodeId, uint64_t> decided_pass_;  // by root
@@ -436,17 +466,12 @@ class AdmissionEngine {
   std::map<std::pair<std::string, std::string>, LocalQueueUsage> local_queue_usage_;  // (workspace, name)
   int64_t last_usage_sample_ms_ = -1;
   std::map<std::string, QuotaTree::NodeId> cohort_nodes_;
-  struct CachedChoice {
-    uint64_t tree_version;
-    Choice choice;
-  };
   std::set<QuotaTree::NodeId> dirty_roots_;  // trees to decide in the next pass
   bool all_dirty_ = true;                     // every tree (after Configure)
   bool incremental_ = true;
   bool has_hold_and_drain_ = false;           // some ClusterQueue or LocalQueue drains
   bool has_stopped_local_queue_ = false;      // some LocalQueue's stopPolicy is not None
   std::optional<int64_t> last_pass_now_;      // now_ms_ in the last pass (backoff messages)
-  mutable std::unordered_map<std::string, CachedChoice> choice_cache_;  // by workload shape; cleared by Configure
 };
 
 }  // namespace tau::sched

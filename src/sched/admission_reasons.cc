@@ -81,10 +81,10 @@ std::optional<PendingInfo> AdmissionEngine::Why(const std::string& id) const {
                                lq->stop_policy);
   } else if (auto v = verdicts_.find(id); v != verdicts_.end() && v->second.pass == decided->second) {
     info.reason = v->second.reason;
-    info.message = v->second.message;
+    info.message = v->second.Message();
   } else if (const ShapeVerdict* sv = TimelineVerdict(q, id, decided->second)) {
-    info.reason = sv->reason;
-    info.message = sv->message;
+    info.reason = sv->choice->reason;
+    info.message = sv->choice->message.Text();
   } else {
     // Not reached by the pass: behind the queue's head (a blocked StrictFIFO head).
     info.reason = "WaitingForQuota";

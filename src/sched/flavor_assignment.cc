@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 
-#include "common/quantity.h"
 #include "sched/admission_engine.h"
 
 namespace tau::sched {
@@ -25,11 +25,6 @@ int Rank(Fit fit, int level) {
     case Fit::kNoFit: return 0;
   }
   return 0;
-}
-
-std::string Amount(const std::string& resource, int64_t milli) {
-  return resource == "memory" ? Quantity::FromUnits(milli / 1000, Quantity::Format::kBinary).ToString()
-                              : Quantity::FromMilli(milli).ToString();
 }
 
 }  // namespace
@@ -59,7 +54,6 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
                                                         bool simulate_preemption, bool* consulted_victims) const {
   Choice out;
   out.fit = Fit::kFit;
-  out.admission.workload_id = w.id;
   out.admission.cluster_queue = q.spec->name;
   for (const auto& [resource, per_pod] : w.per_pod) {
     if (per_pod <= 0) continue;
@@ -72,17 +66,39 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
     if (!group) {
       out.fit = Fit::kNoFit;
       out.reason = "NoMatchingFlavor";
-      out.message = fmt::format("ClusterQueue \"{}\" has no quota for {}", q.spec->name, resource);
+      out.message = VerdictMessage::Of(fmt::format("ClusterQueue \"{}\" has no quota for {}", q.spec->name, resource));
       return out;
     }
   }
-  for (const auto& group : q.spec->resource_groups) {
-    // The resources of this group the workload asks for.
-    std::vector<std::pair<const std::string*, int64_t>> wanted;
-    for (const auto& r : group.covered_resources) {
+  for (size_t gi = 0; gi < q.spec->resource_groups.size(); ++gi) {
+    const ResourceGroup& group = q.spec->resource_groups[gi];
+    // The resources of this group the workload asks for, with their place
+    // among the group's covered resources.
+    struct Wanted {
+      const std::string* resource;
+      int64_t amount;
+      size_t covered;
+    };
+    // On the stack for a group of up to kSmall resources (the common case;
+    // this runs for every workload a pass looks at).
+    constexpr size_t kSmall = 8;
+    Wanted small[kSmall]{};
+    std::vector<Wanted> large;
+    size_t n = 0;
+    for (size_t ri = 0; ri < group.covered_resources.size(); ++ri) {
+      const std::string& r = group.covered_resources[ri];
       auto it = w.per_pod.find(r);
-      if (it != w.per_pod.end() && it->second > 0) wanted.emplace_back(&r, it->second * w.count);
+      if (it == w.per_pod.end() || it->second <= 0) continue;
+      const Wanted one{&r, it->second * w.count, ri};
+      if (n < kSmall) {
+        small[n] = one;
+      } else {
+        if (large.empty()) large.assign(small, small + kSmall);
+        large.push_back(one);
+      }
+      ++n;
     }
+    const std::span<const Wanted> wanted = large.empty() ? std::span<const Wanted>(small, n) : std::span<const Wanted>(large);
     if (wanted.empty()) continue;
     int best_rank = -1;
     Fit best_fit = Fit::kNoFit;
@@ -97,19 +113,27 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
       const std::string* flavor = nullptr;
       int64_t amount = 0;
     } gap;
-    auto gap_message = [&]() -> std::string {
-      if (gap.fit == Fit::kFit) return "";
+    // The amounts are read now; the text is formatted when it is shown.
+    auto gap_message = [&]() -> VerdictMessage {
+      if (gap.fit == Fit::kFit) return {};
       const FlavorResource fr{*gap.flavor, *gap.resource};
+      VerdictMessage m;
+      m.resource = *gap.resource;
+      m.flavor = *gap.flavor;
+      m.requested = gap.amount;
       if (gap.fit == Fit::kNoFit) {
-        return fmt::format("{} {} requested, at most {} of flavor {} can ever be available",
-                           Amount(*gap.resource, gap.amount), *gap.resource,
-                           Amount(*gap.resource, tree_.PotentialAvailable(q.node, fr)), *gap.flavor);
+        m.kind = VerdictMessage::Kind::kNeverFits;
+        m.bound = tree_.PotentialAvailable(q.node, fr);
+      } else {
+        m.kind = VerdictMessage::Kind::kShortfall;
+        m.bound = std::max<int64_t>(0, tree_.Available(q.node, fr));
       }
-      return fmt::format("{} {} of flavor {} requested, {} available", Amount(*gap.resource, gap.amount),
-                         *gap.resource, *gap.flavor,
-                         Amount(*gap.resource, std::max<int64_t>(0, tree_.Available(q.node, fr))));
+      return m;
     };
-    for (const auto& f : group.flavors) {
+    const std::vector<std::vector<int>>* group_pairs = gi < q.pairs.size() ? &q.pairs[gi] : nullptr;
+    for (size_t fi = 0; fi < group.flavors.size(); ++fi) {
+      const auto& f = group.flavors[fi];
+      const std::vector<int>* flavor_pairs = group_pairs && fi < group_pairs->size() ? &(*group_pairs)[fi] : nullptr;
       auto fl = flavors_.find(f.name);
       if (fl == flavors_.end()) continue;
       std::string why;
@@ -119,8 +143,9 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
       }
       Fit fit = Fit::kFit;
       int level = 0;
-      for (const auto& [resource, amount] : wanted) {
-        auto r = tree_.Check(q.node, f.name, *resource, amount);
+      for (const auto& [resource, amount, covered] : wanted) {
+        const int k = flavor_pairs && covered < flavor_pairs->size() ? (*flavor_pairs)[covered] : -1;
+        auto r = k >= 0 ? tree_.CheckPair(q.node, k, amount) : tree_.Check(q.node, f.name, *resource, amount);
         if (static_cast<int>(r.fit) < static_cast<int>(fit)) fit = r.fit;
         level = std::max(level, r.borrowing_level);
         if (r.fit != Fit::kFit && gap.fit == Fit::kFit) gap = {r.fit, resource, &f.name, amount};
@@ -130,7 +155,7 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
         // search goes on as if the flavor did not fit now. A queue that
         // never preempts has none, whoever asks.
         FlavorResourceAmounts on_flavor;
-        for (const auto& [resource, amount] : wanted) on_flavor[{f.name, *resource}] = amount;
+        for (const auto& [resource, amount, covered] : wanted) on_flavor[{f.name, *resource}] = amount;
         const Preemption& p = q.spec->preemption;
         const bool never = p.within_cluster_queue == "Never" && p.reclaim_within_cohort == "Never";
         if (!never) *consulted_victims = true;
@@ -160,7 +185,7 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
     if (best_rank < 0) {
       out.fit = Fit::kNoFit;
       out.reason = "NoMatchingFlavor";
-      out.message = mismatch.empty() ? "no flavor of the ClusterQueue exists" : mismatch;
+      out.message = VerdictMessage::Of(mismatch.empty() ? "no flavor of the ClusterQueue exists" : mismatch);
       return out;
     }
     if (best_fit == Fit::kNoFit) {
@@ -175,7 +200,7 @@ AdmissionEngine::Choice AdmissionEngine::ComputeFlavors(const QueueState& q, con
       out.message = gap_message();
     }
     out.admission.borrowing_level = std::max(out.admission.borrowing_level, best_level);
-    for (const auto& [resource, amount] : wanted) {
+    for (const auto& [resource, amount, covered] : wanted) {
       out.admission.flavors[*resource] = *best_flavor;
       out.admission.usage[{*best_flavor, *resource}] += amount;
     }

@@ -52,42 +52,37 @@ std::string AdmissionEngine::ShapeOf(const Workload& w) {
 
 namespace {
 
-// Bounds the memo: shapes seen under older versions pile up otherwise.
-constexpr size_t kMaxCachedChoices = 1 << 14;
+// Bounds a queue's memo: shapes seen under older versions pile up otherwise.
+constexpr size_t kMaxCachedChoices = 256;
 
 }  // namespace
 
-AdmissionEngine::Choice AdmissionEngine::AssignFlavors(const QueueState& q, const Workload& w,
-                                                       bool simulate_preemption) const {
+AdmissionEngine::ChoiceRef AdmissionEngine::AssignFlavors(const QueueState& q, const Workload& w,
+                                                          bool simulate_preemption) const {
   if (!incremental_) {
     bool consulted_victims = false;
-    return ComputeFlavors(q, w, simulate_preemption, &consulted_victims);
+    return std::make_shared<const Choice>(ComputeFlavors(q, w, simulate_preemption, &consulted_victims));
   }
   return AssignFlavorsOfShape(q, w, simulate_preemption, ShapeOf(w));
 }
 
-AdmissionEngine::Choice AdmissionEngine::AssignFlavorsOfShape(const QueueState& q, const Workload& w,
-                                                              bool simulate_preemption,
-                                                              const std::string& shape) const {
+AdmissionEngine::ChoiceRef AdmissionEngine::AssignFlavorsOfShape(const QueueState& q, const Workload& w,
+                                                                 bool simulate_preemption,
+                                                                 const std::string& shape) const {
   bool consulted_victims = false;
-  if (!incremental_) return ComputeFlavors(q, w, simulate_preemption, &consulted_victims);
+  if (!incremental_) return std::make_shared<const Choice>(ComputeFlavors(q, w, simulate_preemption, &consulted_victims));
   const uint64_t version = tree_.Version(q.node);
-  // The ClusterQueue and the mode first: the shape's own fields are
-  // length-prefixed, so nothing after them can be confused with them.
-  std::string key;
-  key.reserve(shape.size() + 16);
-  Number(key, q.node);
-  Number(key, simulate_preemption ? 1 : 0);
-  key += shape;
-  if (auto it = choice_cache_.find(key); it != choice_cache_.end() && it->second.tree_version == version) {
-    Choice c = it->second.choice;
-    c.admission.workload_id = w.id;
-    return c;
-  }
-  Choice c = ComputeFlavors(q, w, simulate_preemption, &consulted_victims);
+  ChoiceMemo& memo = q.memo[simulate_preemption ? 1 : 0];
+  auto it = memo.find(std::string_view(shape));
+  if (it != memo.end() && it->second.tree_version == version) return it->second.choice;
+  auto c = std::make_shared<const Choice>(ComputeFlavors(q, w, simulate_preemption, &consulted_victims));
   if (!consulted_victims) {
-    if (choice_cache_.size() >= kMaxCachedChoices) choice_cache_.clear();
-    choice_cache_[std::move(key)] = {version, c};
+    if (it != memo.end()) {
+      it->second = {version, c};
+    } else {
+      if (memo.size() >= kMaxCachedChoices) memo.clear();
+      memo.emplace(shape, CachedChoice{version, c});
+    }
   }
   return c;
 }

@@ -4,8 +4,8 @@ namespace tau::sched {
 
 void PendingQueue::Insert(const Workload& w, double score, const std::string& shape) {
   Erase(w.id);
-  auto [it, inserted] = entries_.insert({score, w.priority, w.seq, next_arrival_++, w.id});
   auto group = shapes_.try_emplace(shape).first;
+  auto [it, inserted] = entries_.insert({score, w.priority, w.seq, next_arrival_++, w.id, &w, &group->first});
   group->second.insert(it);
   index_[w.id] = {it, group};
 }

@@ -32,6 +32,8 @@ class PendingQueue {
     int64_t seq = 0;
     uint64_t arrival = 0;  // insertion order: breaks ties between equal keys
     std::string id;
+    const Workload* workload = nullptr;  // the one given to Insert (not part of the order)
+    const std::string* shape = nullptr;  // its group's key, while the entry is queued
     bool operator<(const Entry& o) const {
       if (score != o.score) return score < o.score;
       if (priority != o.priority) return priority > o.priority;
@@ -54,6 +56,8 @@ class PendingQueue {
 
   // Queues `w` behind every entry that compares equal to it, in the group
   // of `shape`. A workload already queued under the same id is replaced.
+  // The entry points to `w`, which must outlive it (the engine gives its
+  // own copy).
   void Insert(const Workload& w, double score, const std::string& shape = {});
   // Forgets `id`; false when it is not queued.
   bool Erase(const std::string& id);

@@ -83,6 +83,24 @@ class QuotaTree {
   FitResult Check(NodeId cluster_queue, const FlavorResource& fr, int64_t amount) const;
   // The same, without building the pair (the hot path of flavor assignment).
   FitResult Check(NodeId cluster_queue, const std::string& flavor, const std::string& resource, int64_t amount) const;
+  // The number of a pair in this configuration, for CheckPair: stable
+  // until the configuration changes (SetQuota, SetParent, a node added);
+  // -1 for a pair no node declares (Check by name then).
+  int PairIndex(const std::string& flavor, const std::string& resource) const { return IndexOf(flavor, resource); }
+  // SubtreeQuota and Usage for the pair numbered `pair` (>= 0) by PairIndex.
+  int64_t SubtreeQuotaOfPair(NodeId node, int pair) const {
+    ComputeQuotas();
+    return subtree_at_[Slot(node, pair)];
+  }
+  int64_t UsageOfPair(NodeId node, int pair) const {
+    ComputeQuotas();
+    return usage_at_[Slot(node, pair)];
+  }
+  // Check for the pair numbered `pair` (>= 0) by PairIndex.
+  FitResult CheckPair(NodeId cluster_queue, int pair, int64_t amount) const {
+    ComputeQuotas();
+    return CheckAt(cluster_queue, pair, amount);
+  }
 
   const std::string& Name(NodeId node) const { return nodes_[static_cast<size_t>(node)].name; }
   bool IsCohort(NodeId node) const { return nodes_[static_cast<size_t>(node)].cohort; }
