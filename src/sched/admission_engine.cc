@@ -180,9 +180,20 @@ Status AdmissionEngine::CheckFeasible(const Workload& w) const {
   return Status::Ok();
 }
 
+void AdmissionEngine::LeaveQueue(const std::string& id) {
+  if (auto old = workloads_.find(id); old != workloads_.end() && !admitted_.count(id)) {
+    PendingInfo old_why;
+    if (auto old_cq = ClusterQueueOf(old->second, &old_why)) {
+      queues_.at(*old_cq).pending.Erase(id);
+      Touch(*old_cq);
+    }
+  }
+}
+
 void AdmissionEngine::Restore(const Workload& w) {
   PendingInfo why;
   auto cq = ClusterQueueOf(w, &why);
+  LeaveQueue(w.id);  // a pending workload restored as admitted is no longer queued
   workloads_[w.id] = w;
   Admission a;
   a.workload_id = w.id;
@@ -212,13 +223,7 @@ Status AdmissionEngine::Submit(const Workload& w) {
     }
   }
   // A workload queued again (same id) leaves its old place first.
-  if (auto old = workloads_.find(w.id); old != workloads_.end() && !admitted_.count(w.id)) {
-    PendingInfo old_why;
-    if (auto old_cq = ClusterQueueOf(old->second, &old_why)) {
-      queues_.at(*old_cq).pending.Erase(w.id);
-      Touch(*old_cq);
-    }
-  }
+  LeaveQueue(w.id);
   workloads_[w.id] = w;
   QueueState& target = queues_.at(*cq);
   const bool clean = incremental_ && !all_dirty_ && !dirty_roots_.count(target.root);

@@ -351,6 +351,9 @@ class AdmissionEngine {
   // Queues `w` in `q` in queue order; re-keys an admission-fair-sharing
   // queue by its LocalQueues' scores now.
   void Enqueue(QueueState& q, const Workload& w);
+  // Takes a pending workload out of the queue it is in (by its current
+  // LocalQueue); nothing for an admitted or unknown one.
+  void LeaveQueue(const std::string& workload_id);
   void SortQueue(QueueState& q);
   // Incremental passes: a cohort tree (with its ClusterQueues) is decided
   // again only when something it depends on changed since the last pass —

@@ -57,6 +57,36 @@ TEST(AdmissionEngineTest, BestEffortFifoLetsSmallerWorkloadsPastABlockedHead) {
   EXPECT_EQ(why->position, 1);
 }
 
+TEST(AdmissionEngineTest, AReasonNamesTheAmountsOfItsPassNotOfWhenItIsRead) {
+  AdmissionEngine e;
+  e.Configure(OneQueue(CpuQueue("cq", Q("cpu", 4))));
+  ASSERT_TRUE(e.Submit(W("running", 3)).ok());
+  (void)e.Schedule();
+  ASSERT_TRUE(e.Submit(W("big", 2)).ok());
+  ASSERT_TRUE(e.Submit(W("other", 2)).ok());
+  EXPECT_TRUE(e.Schedule().empty());
+  e.Remove("running");  // no pass since: the reasons stay those of the last one
+  for (const char* id : {"big", "other"}) {
+    auto why = e.Why(id);
+    ASSERT_TRUE(why) << id;
+    EXPECT_EQ(why->message, "2 cpu of flavor default requested, 1 available") << id;
+  }
+  EXPECT_EQ(Ids(e.Schedule()), (std::vector<std::string>{"big", "other"}));
+}
+
+TEST(AdmissionEngineTest, APendingWorkloadRestoredAsAdmittedLeavesItsQueue) {
+  AdmissionEngine e;
+  e.Configure(OneQueue(CpuQueue("cq", Q("cpu", 4))));
+  ASSERT_TRUE(e.Submit(W("x", 1)).ok());
+  e.Restore(W("x", 1));
+  EXPECT_TRUE(e.IsAdmitted("x"));
+  EXPECT_FALSE(e.Why("x"));
+  e.Remove("x");
+  EXPECT_TRUE(e.Schedule().empty());  // nothing of "x" is left queued
+  ASSERT_TRUE(e.Submit(W("y", 4)).ok());
+  EXPECT_EQ(Ids(e.Schedule()), std::vector<std::string>{"y"});  // and its quota was released
+}
+
 TEST(AdmissionEngineTest, StrictFifoBlocksBehindTheHead) {
   ClusterQueue cq = CpuQueue("cq", Q("cpu", 4));
   cq.queueing_strategy = "StrictFIFO";
