@@ -69,9 +69,8 @@ FlavorResourceAmounts AdmissionEngine::ReservationWithoutVictims(const QueueStat
     return std::nullopt;
   };
   for (const auto& [fr, amount] : a.usage) {
-    const int k = tree_.PairIndex(fr.flavor, fr.resource);
-    const int64_t nominal = k >= 0 ? tree_.SubtreeQuotaOfPair(q.node, k) : tree_.SubtreeQuota(q.node, fr);
-    const int64_t used = k >= 0 ? tree_.UsageOfPair(q.node, k) : tree_.Usage(q.node, fr);
+    const int64_t nominal = tree_.SubtreeQuota(q.node, fr);
+    const int64_t used = tree_.Usage(q.node, fr);
     int64_t hold;
     if (a.borrowing_level > 0) {
       const std::optional<int64_t> limit = borrowing_limit(fr);

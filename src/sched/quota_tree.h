@@ -87,15 +87,6 @@ class QuotaTree {
   // until the configuration changes (SetQuota, SetParent, a node added);
   // -1 for a pair no node declares (Check by name then).
   int PairIndex(const std::string& flavor, const std::string& resource) const { return IndexOf(flavor, resource); }
-  // SubtreeQuota and Usage for the pair numbered `pair` (>= 0) by PairIndex.
-  int64_t SubtreeQuotaOfPair(NodeId node, int pair) const {
-    ComputeQuotas();
-    return subtree_at_[Slot(node, pair)];
-  }
-  int64_t UsageOfPair(NodeId node, int pair) const {
-    ComputeQuotas();
-    return usage_at_[Slot(node, pair)];
-  }
   // Check for the pair numbered `pair` (>= 0) by PairIndex.
   FitResult CheckPair(NodeId cluster_queue, int pair, int64_t amount) const {
     ComputeQuotas();
