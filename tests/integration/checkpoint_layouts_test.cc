@@ -1,9 +1,9 @@
 // The checkpoint layouts' rules (docs/checkpoints.md#layouts) against
 // folders written by the libraries themselves: transformers' Trainer on a
 // tiny model built in code, and orbax-checkpoint's CheckpointManager. They
-// run from the project's venv (.venv, or TAU_TEST_VENV) where
-// `scripts/install-deps --checkpoint-libs` installed the pinned versions;
-// without them each case is skipped, saying so. Copies of these layouts
+// run from the project's venv (.venv, or TAU_TEST_VENV), where
+// scripts/install-deps installs the pinned versions; where it could not,
+// each case is skipped, saying why. Copies of these layouts
 // (and DeepSpeed's) are tested everywhere in src/resume.
 
 #include <gmock/gmock.h>
@@ -16,6 +16,7 @@
 
 #include "resume/checkpoint_index.h"
 #include "resume/checkpoint_layout.h"
+#include "support/project_venv.h"
 #include "support/subprocess.h"
 
 namespace tau::resume {
@@ -28,8 +29,7 @@ using tau::testing::RunCommand;
 class CheckpointLayoutsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* venv = std::getenv("TAU_TEST_VENV");
-    python_ = (venv && *venv ? fs::path(venv) : fs::path(TAU_SOURCE_DIR) / ".venv") / "bin" / "python";
+    python_ = tau::testing::ProjectVenvProgram("python");
     dir_ = fs::temp_directory_path() / ("tau-layouts-" + std::to_string(::getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
@@ -37,17 +37,6 @@ class CheckpointLayoutsTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // Empty when `modules` import in the venv, else why not.
-  std::string Missing(const std::string& modules) {
-    if (!fs::exists(python_)) {
-      return python_.string() + " does not exist";
-    }
-    auto r = RunCommand({python_.string(), "-c", "import " + modules});
-    if (r.exit_code == 0) {
-      return "";
-    }
-    return "cannot import " + modules + " with " + python_.string() + ": " + r.err.substr(r.err.rfind('\n', r.err.size() - 2) + 1);
-  }
   tau::testing::CommandResult Script(const std::string& name, const std::vector<std::string>& args) {
     std::vector<std::string> argv = {python_.string(), std::string(TAU_SOURCE_DIR) + "/tests/checkpoint-layouts/" + name};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -65,11 +54,9 @@ class CheckpointLayoutsTest : public ::testing::Test {
   fs::path dir_;
 };
 
-constexpr char kHow[] = "; scripts/install-deps --checkpoint-libs installs the pinned versions";
-
 TEST_F(CheckpointLayoutsTest, HuggingFaceTrainerCheckpoints) {
-  if (std::string why = Missing("torch, transformers, accelerate"); !why.empty()) {
-    GTEST_SKIP() << why << kHow;
+  if (std::string why = tau::testing::ProjectVenvLacks("torch, transformers, accelerate"); !why.empty()) {
+    GTEST_SKIP() << why;
   }
   const fs::path out = dir_ / "checkpoints";
   auto run = Script("hf_trainer.py", {out.string()});
@@ -98,8 +85,8 @@ TEST_F(CheckpointLayoutsTest, HuggingFaceTrainerCheckpoints) {
 }
 
 TEST_F(CheckpointLayoutsTest, OrbaxCheckpointManagerSteps) {
-  if (std::string why = Missing("orbax.checkpoint, jax, numpy"); !why.empty()) {
-    GTEST_SKIP() << why << kHow;
+  if (std::string why = tau::testing::ProjectVenvLacks("orbax.checkpoint, jax, numpy"); !why.empty()) {
+    GTEST_SKIP() << why;
   }
   const fs::path out = dir_ / "checkpoints";
   auto run = Script("orbax_manager.py", {out.string()});

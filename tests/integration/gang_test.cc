@@ -1,10 +1,13 @@
 // Gangs on the local executor with real processes: ranks rendezvous over
 // TCP at MASTER_ADDR:MASTER_PORT using the env contract, the first failure
-// stops the rest, and torchrun runs when PyTorch is installed.
+// stops the rest, and torchrun runs with PyTorch from the project's venv.
 
 #include <gmock/gmock.h>
 
+#include <cstdlib>
+
 #include "daemon_fixture.h"
+#include "support/project_venv.h"
 
 namespace tau::testing {
 namespace {
@@ -71,11 +74,20 @@ TEST_F(GangTest, TheFirstFailureStopsTheOtherRanks) {
   EXPECT_EQ(job["reason"], "ExitCode");
 }
 
-TEST_F(GangTest, TorchrunRunsADistributedJobWhenPyTorchIsInstalled) {
-  if (RunCommand({"/usr/bin/env", "python3", "-c", "import torch"}).exit_code != 0) {
-    GTEST_SKIP() << "PyTorch is not installed for python3 (it is not installed in CI: its wheels pull "
-                    "gigabytes of CUDA libraries); install torch to run the torchrun path";
+// torchrun from the project's venv (scripts/install-deps), first on the
+// daemon's PATH as an activated environment would put it.
+class TorchrunGangTest : public DaemonTest {
+ protected:
+  void BeforeStart() override {
+    if (std::string why = ProjectVenvLacks("torch"); !why.empty()) {
+      GTEST_SKIP() << "PyTorch is not installed: " << why;
+    }
+    const char* path = std::getenv("PATH");
+    extra_env_["PATH"] = ProjectVenv() + "/bin:" + (path ? path : "/usr/bin:/bin");
   }
+};
+
+TEST_F(TorchrunGangTest, TorchrunRunsADistributedJobOnEveryWorker) {
   CommandResult r = Tau({"run", "-f", SourcePath("examples/torchrun-multi.yaml"), "--set", "compute.gpus=0",
                          "--set", "compute.cpus=500m", "--set", "compute.memory=1Gi", "--set",
                          "compute.processes_per_worker=1", "--set", "run.args=[--steps, \"3\"]"});

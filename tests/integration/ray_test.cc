@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "daemon_fixture.h"
+#include "support/project_venv.h"
 
 namespace tau::testing {
 namespace {
@@ -22,7 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-constexpr char kRayProgram[] = TAU_SOURCE_DIR "/.venv/bin/ray";
 
 // Runs tasks on every worker node; records the pids of the driver, the
 // workers and their raylets (TAU_OUTPUT_DIR/pids) so the test can check
@@ -51,15 +51,10 @@ sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "wait" else 0)
 class RayTest : public DaemonTest {
  protected:
   void BeforeStart() override {
-    if (::access(kRayProgram, X_OK) != 0) {
-      std::ifstream log(TAU_SOURCE_DIR "/.venv/ray-install.log");
-      std::stringstream why;
-      why << log.rdbuf();
-      GTEST_SKIP() << "Ray is not installed in " TAU_SOURCE_DIR "/.venv: scripts/install-deps puts the pinned "
-                      "ray[default] there"
-                   << (why.str().empty() ? std::string(" (run it)") : "; it could not:\n" + why.str());
+    if (std::string why = ProjectVenvLacks("ray"); !why.empty()) {
+      GTEST_SKIP() << "Ray is not installed: " << why;
     }
-    extra_env_["TAU_RAY"] = kRayProgram;
+    extra_env_["TAU_RAY"] = ProjectVenvProgram("ray");
     WriteFile("tasks.py", kRayTasks);
   }
 
@@ -127,7 +122,7 @@ TEST_F(RayTest, ARayJobRunsItsTasksOnALocalClusterAndLeavesNothingBehind) {
   ASSERT_TRUE(capsule.is_object());
   EXPECT_EQ(capsule["ray"]["version"], "2.60.0");
   std::string shebang;
-  std::getline(std::ifstream(kRayProgram), shebang);
+  std::getline(std::ifstream(ProjectVenvProgram("ray")), shebang);
   EXPECT_EQ("#!" + capsule["ray"]["python_executable"].get<std::string>(), shebang) << "the Python `ray` names";
   EXPECT_THAT(capsule["pip_freeze"].dump(), HasSubstr("ray==2.60.0"));
 }
