@@ -275,10 +275,21 @@ class ApiServer::Impl {
   }
 
   Result<int> Bind() {
+    // httplib sets SO_REUSEPORT, which lets a second daemon listen on a
+    // port this one holds and take half its connections (and the tokens
+    // they carry). SO_REUSEADDR alone still allows a quick restart past
+    // TIME_WAIT, and a port in use is refused.
+    server_.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    });
+    errno = 0;
     int port = options_.port == 0 ? server_.bind_to_any_port(options_.bind_address)
                                   : (server_.bind_to_port(options_.bind_address, options_.port) ? options_.port : -1);
     if (port < 0) {
-      return UnavailableError(fmt::format("cannot listen on {}:{}", options_.bind_address, options_.port));
+      const int err = errno;
+      return UnavailableError(fmt::format("cannot listen on {}:{}{}", options_.bind_address, options_.port,
+                                          err ? std::string(": ") + std::strerror(err) : ""));
     }
     server_.WidenBacklog();
     return port;

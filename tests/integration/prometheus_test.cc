@@ -79,6 +79,18 @@ TEST_F(PrometheusTest, TheListenAddressIsKeptAcrossRestartsAndListenChangesIt) {
   EXPECT_THAT(bare.err, HasSubstr("--listen 38123: expected ADDR:PORT"));
 }
 
+TEST_F(PrometheusTest, ASecondDaemonCannotListenOnThePortThisOneHolds) {
+  const std::string listen = "127.0.0.1:" + std::to_string(ServerJson().value("port", 0));
+  std::map<std::string, std::string> other = Env();
+  other["TAU_HOME"] = (work_ / "other-home").string();
+  CommandResult second = RunCommand({BinPath("tau"), "server", "start", "--listen", listen}, work_.string(), other);
+  EXPECT_NE(second.exit_code, 0) << second.out << second.err;
+  EXPECT_THAT(second.err + ReadText(work_ / "other-home" / "server.log"), HasSubstr("Address already in use"));
+  // Every request still reaches this daemon, with this daemon's token.
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(StatusOf(ApiUrl() + "/api/v1/jobs", ApiToken()), "200");
+  RunCommand({BinPath("tau"), "server", "stop"}, work_.string(), other);
+}
+
 TEST_F(PrometheusTest, TheMetricsTokenOpensMetricsAndNothingElse) {
   const std::string token = MetricsToken();
   ASSERT_GE(token.size(), 32u);
