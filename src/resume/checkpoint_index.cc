@@ -112,6 +112,7 @@ Result<std::vector<Checkpoint>> ListCheckpoints(const fs::path& dir, const spec:
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     std::string name = it->path().filename().string();
     if (IsIncompleteName(name) || !MatchesAny(name, include)) continue;
+    if (rules.include.empty() && MatchesAny(name, DefaultExclude(layout))) continue;
     std::error_code e;
     Entry entry;
     entry.cp.name = name;

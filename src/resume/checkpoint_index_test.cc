@@ -154,6 +154,25 @@ TEST_F(CheckpointIndexTest, StrayFilesAreNotCheckpoints) {
   EXPECT_EQ(Names(*index), std::vector<std::string>{"step-0010.json"});
 }
 
+TEST_F(CheckpointIndexTest, LogsLocksAndTablesNamedLikeCheckpointsAreNotCheckpoints) {
+  Write("step-0010.json", "{}", 10);
+  Write("ckpt_3", "c", 15);
+  Write("epoch7.pt", "e", 18);
+  Write("steps.log", "step 1", 20);         // a word that only starts like "step"
+  Write("checkpoint.lock", "", 30);         // a lock beside the checkpoints
+  Write("epoch_metrics.csv", "1,0.4", 40);  // a table per epoch
+  Write("2024-01-01.log", "", 50);          // a dated log
+  Write("iteration.json", "{}", 60);
+  Write("step-0011.txt", "notes", 70);
+  auto index = ListCheckpoints(dir_);
+  ASSERT_TRUE(index.ok());
+  EXPECT_EQ(Names(*index), (std::vector<std::string>{"epoch7.pt", "ckpt_3", "step-0010.json"}));
+  // Named in checkpoint.include, any of them is one.
+  spec::CheckpointSpec rules;
+  rules.include = {"*.log"};
+  EXPECT_EQ(Names(*ListCheckpoints(dir_, rules)), (std::vector<std::string>{"2024-01-01.log", "steps.log"}));
+}
+
 TEST_F(CheckpointIndexTest, IncludeGlobsChooseTheCheckpoints) {
   Write("model-1.bin", "m", 10);
   Write("model-2.bin", "m", 20);

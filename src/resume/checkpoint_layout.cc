@@ -43,9 +43,11 @@ spec::CheckpointLayout ResolveLayout(const fs::path& dir, spec::CheckpointLayout
 }
 
 const std::vector<std::string>& DefaultInclude(spec::CheckpointLayout layout) {
-  static const std::vector<std::string> kPlain = {"step*", "ckpt*",  "checkpoint*",    "epoch*", "iter*",
-                                                  "[0-9]*", "*.pt",  "*.pth",          "*.ckpt", "*.safetensors",
-                                                  "*.pkl", "*.npz", "*.msgpack",      "*.h5"};
+  // A word is followed by a digit, '-' or '_' (step-10, ckpt_3, epoch7),
+  // so steps.log or iteration.json are not taken for checkpoints.
+  static const std::vector<std::string> kPlain = {
+      "step[-_0-9]*",  "ckpt[-_0-9]*", "checkpoint[-_0-9]*", "epoch[-_0-9]*", "iter[-_0-9]*", "[0-9]*", "*.pt",
+      "*.pth",         "*.ckpt",       "*.safetensors",      "*.pkl",         "*.npz",        "*.msgpack", "*.h5"};
   static const std::vector<std::string> kHuggingFace = {"checkpoint-*"};
   static const std::vector<std::string> kOrbax = {"[0-9]*"};
   static const std::vector<std::string> kDeepSpeed = {"global_step*"};
@@ -57,6 +59,14 @@ const std::vector<std::string>& DefaultInclude(spec::CheckpointLayout layout) {
     case spec::CheckpointLayout::kPlain: break;
   }
   return kPlain;
+}
+
+const std::vector<std::string>& DefaultExclude(spec::CheckpointLayout layout) {
+  static const std::vector<std::string> kPlain = {"*.log", "*.lock", "*.pid",  "*.csv", "*.tsv",
+                                                  "*.txt", "*.out",  "*.err",  "*.jsonl", "*.md",
+                                                  "*.html", "*.png", "*.yaml", "*.yml", "*.toml"};
+  static const std::vector<std::string> kNone;
+  return layout == spec::CheckpointLayout::kPlain || layout == spec::CheckpointLayout::kAuto ? kPlain : kNone;
 }
 
 bool MatchesAny(std::string_view name, const std::vector<std::string>& globs) {

@@ -34,6 +34,12 @@ spec::CheckpointLayout ResolveLayout(const std::filesystem::path& dir, spec::Che
 // (deepspeed adds the tag its `latest` names to these).
 const std::vector<std::string>& DefaultInclude(spec::CheckpointLayout layout);
 
+// The globs a layout leaves out when checkpoint.include is not given:
+// for plain, names of logs, locks, tables and text (steps.log,
+// checkpoint.lock, epoch_1.csv, 2024-01-01.txt), which its globs would
+// otherwise take. An explicit checkpoint.include has no exclusions.
+const std::vector<std::string>& DefaultExclude(spec::CheckpointLayout layout);
+
 // Whether `name` matches one of `globs` (fnmatch(3), no flags).
 bool MatchesAny(std::string_view name, const std::vector<std::string>& globs);
 

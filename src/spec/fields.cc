@@ -123,8 +123,9 @@ const std::vector<FieldDoc>& Catalogue() {
       {"checkpoint.include", FieldType::kStringList, "list of globs", "the layout's defaults", false,
        "Which files or folders directly in TAU_CHECKPOINT_DIR may be checkpoints (shell globs on their names); "
        "anything else there (a pid file, logs, DeepSpeed's latest) is never offered as TAU_RESUME_FROM. "
-       "Defaults: plain step*, ckpt*, checkpoint*, epoch*, iter*, [0-9]*, *.pt, *.pth, *.ckpt, *.safetensors, "
-       "*.pkl, *.npz, *.msgpack, *.h5; huggingface checkpoint-*; orbax [0-9]*; deepspeed global_step* and the "
+       "Defaults: plain step[-_0-9]*, ckpt[-_0-9]*, checkpoint[-_0-9]*, epoch[-_0-9]*, iter[-_0-9]*, [0-9]*, *.pt, *.pth, *.ckpt, *.safetensors, "
+       "*.pkl, *.npz, *.msgpack, *.h5, less logs, locks, tables and text (*.log, *.lock, *.pid, *.csv, *.txt, "
+       "...; docs/checkpoints.md); huggingface checkpoint-*; orbax [0-9]*; deepspeed global_step* and the "
        "tag `latest` names.",
        "include: [\"model-*.pt\"]", {}, "^[^/]+$"},
       {"retry", FieldType::kObject, "mapping", "", false,
