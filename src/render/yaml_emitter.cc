@@ -33,14 +33,39 @@ bool LooksNumeric(std::string_view s) {
       "[-+]?(0b[01_]+|0o?[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(:[0-5]?[0-9])+(\\.[0-9_]*)?"
       "|([0-9][0-9_]*)?\\.?[0-9_]*([eE][-+]?[0-9]+)?|\\.(inf|Inf|INF)|\\.(nan|NaN|NAN))");
   if (s.empty() || s.find_first_of("0123456789") == std::string_view::npos) {
-    return s == ".inf" || s == ".nan";
+    static const std::regex kWordNumber("[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+    return std::regex_match(s.begin(), s.end(), kWordNumber);
   }
   return std::regex_match(s.begin(), s.end(), kNumber);
 }
 
+// Characters YAML 1.1 readers (PyYAML, go-yaml) take for line breaks in
+// any scalar, and the byte-order mark, which no document may hold: NEL,
+// LINE SEPARATOR, PARAGRAPH SEPARATOR, ZERO WIDTH NO-BREAK SPACE. Each
+// with the escape that writes it in a double-quoted scalar.
+struct SpecialChar {
+  std::string_view utf8;
+  std::string_view escape;
+};
+constexpr SpecialChar kSpecialChars[] = {
+    {"\xC2\x85", "\\N"}, {"\xE2\x80\xA8", "\\L"}, {"\xE2\x80\xA9", "\\P"}, {"\xEF\xBB\xBF", "\\uFEFF"}};
+
+bool HasSpecialChar(std::string_view s) {
+  return std::any_of(std::begin(kSpecialChars), std::end(kSpecialChars),
+                     [&](const SpecialChar& c) { return s.find(c.utf8) != std::string_view::npos; });
+}
+
 void AppendDoubleQuoted(std::string* out, std::string_view s) {
   out->push_back('"');
-  for (char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const auto special = std::find_if(std::begin(kSpecialChars), std::end(kSpecialChars),
+                                      [&](const SpecialChar& sc) { return s.substr(i).starts_with(sc.utf8); });
+    if (special != std::end(kSpecialChars)) {
+      out->append(special->escape);
+      i += special->utf8.size() - 1;
+      continue;
+    }
     switch (c) {
       case '"': out->append("\\\""); break;
       case '\\': out->append("\\\\"); break;
@@ -61,7 +86,7 @@ void AppendDoubleQuoted(std::string* out, std::string_view s) {
 // A literal block keeps the text exactly when no line has leading or
 // trailing blanks and nothing needs escaping.
 bool FitsLiteralBlock(std::string_view s) {
-  if (s.find('\n') == std::string_view::npos) return false;
+  if (s.find('\n') == std::string_view::npos || HasSpecialChar(s)) return false;
   if (s.find("\n\n\n") != std::string_view::npos && s.ends_with("\n\n")) return false;
   size_t start = 0;
   while (start <= s.size()) {
@@ -198,7 +223,7 @@ bool NeedsQuotes(std::string_view s) {
   for (char c : s) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
   }
-  return false;
+  return HasSpecialChar(s);
 }
 
 std::string EmitYaml(const json& value) {

@@ -29,13 +29,17 @@ TRICKY = [
     "0777", "0o17", "0x1F", "0b101", "1_000", "1:30", "1:30:00.5", "190:20:30",
     ".5", "1e3", "6.8523015e+5", "-.inf", ".NaN", "+12", "-0",
     "<<", "=", "- x", "a: b", "#c", "x #y", "@x", "%x", "!x", "&x", "*x", "'q'", '"q"',
+    "+.Inf", "-.Inf", "+.INF", "-.INF", "+.inf",
 ]
+# Characters YAML 1.1 readers take for line breaks inside any scalar, and
+# the byte-order mark (args and env only: tags are printable characters).
+BREAKS = ["x\u2028y", "x\u2029y", "x\u0085y", "a\ufeffb", "two\u2028lines\n"]
 
 
 def main():
     tau, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
-    env_lines = "".join(f"    V{i}: {json.dumps(s)}\n" for i, s in enumerate(TRICKY))
+    env_lines = "".join(f"    V{i}: {json.dumps(s)}\n" for i, s in enumerate(TRICKY + BREAKS))
     tag_lines = "".join(f"    t{i}: {json.dumps(s)}\n" for i, s in enumerate(TRICKY))
     spec = (
         "schema_version: 1\n"
@@ -43,7 +47,7 @@ def main():
         "run:\n"
         "  entrypoint: 'echo'\n"
         "  launcher: command\n"
-        f"  args: {json.dumps(TRICKY)}\n"
+        f"  args: {json.dumps(TRICKY + BREAKS)}\n"
         f"runtime:\n  env:\n{env_lines}"
         f"experiment:\n  project: '1:30'\n  tags:\n{tag_lines}"
     )
