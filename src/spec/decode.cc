@@ -211,9 +211,21 @@ class Decoder {
     return false;
   }
 
+  // A process's arguments, environment and file names end at the first
+  // NUL: what ran would not be what the spec says.
+  bool NoNul(const Node& n, std::string_view path) {
+    const size_t nul = n.scalar.find('\0');
+    if (nul == std::string::npos) return true;
+    diags_->Error(n.location, fmt::format("{}: holds a NUL character (\\0, at character {} of the value), which no "
+                                          "argument, environment value or name can carry",
+                                          path, nul + 1));
+    return false;
+  }
+
   bool String(const Node& n, std::string_view path, std::string* out) {
     if (!TagFits(n, path, "str", "a string")) return false;
     if (n.IsScalar()) {
+      if (!NoNul(n, path)) return false;
       *out = n.scalar;
       return true;
     }
@@ -347,6 +359,10 @@ class Decoder {
         ok = false;
         continue;
       }
+      if (!NoNul(item, item_path)) {
+        ok = false;
+        continue;
+      }
       out->push_back(item.scalar);
     }
     return ok;
@@ -370,6 +386,10 @@ class Decoder {
       if (!value.IsScalar()) {
         diags_->Error(value.location, fmt::format("{}: expected a string value, got {}",
                                                   entry_path, value.Describe()));
+        ok = false;
+        continue;
+      }
+      if (!NoNul(key, entry_path) || !NoNul(value, entry_path)) {
         ok = false;
         continue;
       }
@@ -429,14 +449,17 @@ class Decoder {
     if (const Node* v = Optional(n, "compute", "memory")) {
       if (!PositiveQuantity(*v, "compute.memory", &c->memory)) {
         // reported
-      } else if (!v->quoted && v->tag.empty() && IsBareNumber(v->scalar)) {
-        // `memory: 64` is 64 bytes to Kubernetes and 64 MB to Slurm's
-        // --mem: almost surely neither is meant.
+      } else if (!v->quoted && (v->tag.empty() || v->tag == "int" || v->tag == "float") &&
+                 IsBareNumber(v->scalar)) {
+        // `memory: 64` (or `!!int 64`) is 64 bytes to Kubernetes and 64 MB
+        // to Slurm's --mem: almost surely neither is meant.
+        const bool small = v->scalar.find_first_not_of("0123456789") == std::string::npos && v->scalar.size() <= 4;
         diags_->Error(v->location,
-                      fmt::format("compute.memory: {} has no unit, which would mean {} bytes; did you mean "
-                                  "{}Gi? (Gi = 2^30 bytes, Mi = 2^20; a byte count is written quoted, "
-                                  "\"{}\")",
-                                  v->scalar, v->scalar, v->scalar, v->scalar));
+                      fmt::format("compute.memory: {} has no unit, which would mean {} bytes; {} (Gi = 2^30 bytes, "
+                                  "Mi = 2^20; a byte count is written quoted, \"{}\")",
+                                  v->scalar, v->scalar,
+                                  small ? fmt::format("did you mean {}Gi?", v->scalar) : "write it with a unit",
+                                  v->scalar));
       } else if (!c->memory.IsWholeUnits()) {
         diags_->Error(v->location, fmt::format("compute.memory: {} is not a whole number of bytes",
                                                v->scalar));

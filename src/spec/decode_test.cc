@@ -193,6 +193,26 @@ TEST(DecodeTest, SignalRetryConditions) {
   EXPECT_THAT(err("retry:\n  on: [\"signal:65\"]\n"), HasSubstr("signal:<number> from 1 to 64"));
 }
 
+TEST(DecodeTest, ANulInAnyStringIsAnErrorAtItsValue) {
+  auto err = [](const std::string& body) { return LoadText("schema_version: 1\nname: a\n" + body).diagnostics; };
+  EXPECT_THAT(err("run:\n  entrypoint: echo\n  args: [\"a\\0b\", c]\n"),
+              HasSubstr("job.yaml:5:10: error: run.args[0]: holds a NUL character (\\0, at character 2 of the value)"));
+  EXPECT_THAT(err("run: {entrypoint: \"echo\\0\"}\n"), HasSubstr("run.entrypoint: holds a NUL character"));
+  EXPECT_THAT(err("run: {entrypoint: echo}\nruntime:\n  env:\n    FOO: \"x\\0y\"\n"),
+              HasSubstr("runtime.env.FOO: holds a NUL character"));
+}
+
+TEST(DecodeTest, AMemoryWithoutAUnitIsRefusedTaggedOrNotWithAHintThatFits) {
+  auto err = [](const std::string& body) {
+    return LoadText("schema_version: 1\nname: a\nrun: {entrypoint: x.py}\ncompute:\n  memory: " + body + "\n")
+        .diagnostics;
+  };
+  EXPECT_THAT(err("!!int 64"), HasSubstr("compute.memory: 64 has no unit, which would mean 64 bytes; did you mean 64Gi?"));
+  EXPECT_THAT(err("1e9"), HasSubstr("compute.memory: 1e9 has no unit, which would mean 1e9 bytes; write it with a unit"));
+  EXPECT_THAT(err("1e9"), Not(HasSubstr("1e9Gi")));
+  EXPECT_EQ(err("\"1073741824\""), "") << "a quoted byte count is meant";
+}
+
 TEST(DecodeTest, SuggestsTheRightSectionForMisplacedFields) {
   auto loaded = LoadText("schema_version: 1\nname: a\ngpus: 2\nrun: {entrypoint: x}\n");
   EXPECT_THAT(loaded.diagnostics,
