@@ -252,7 +252,10 @@ void JobManager::ApplyCheckpointIndex(const std::string& id, std::string index_j
     auto txn = store_->Begin();
     Status st = txn.status();
     if (st.ok()) st = SaveJob(job);
-    for (const auto& cp : after) {
+    // The index lists the newest first; new ones are recorded oldest
+    // first, so the last Checkpoint event names the newest.
+    for (auto cp_it = after.rbegin(); cp_it != after.rend(); ++cp_it) {
+      const resume::Checkpoint& cp = *cp_it;
       bool known = false;
       for (const auto& b : before) known = known || (b.name == cp.name && b.digest == cp.digest);
       if (!known && st.ok()) {

@@ -318,6 +318,23 @@ TEST_F(RetryTest, TheNextAttemptResumesFromTheNewestCompleteCheckpoint) {
   EXPECT_EQ(View(id)->attempts[1].resumed_from, expected);
 }
 
+TEST_F(RetryTest, CheckpointsFoundTogetherAreRecordedOldestFirstSoTheLastEventNamesTheNewest) {
+  FakeExecutor runner;
+  auto jobs = Manager(&runner);
+  std::string id = (*jobs->Submit(Request(kRetryJob)))->job.id;
+  WriteCheckpoint(id, "step-1000", 30);
+  WriteCheckpoint(id, "step-1002.json", 10);
+  WriteCheckpoint(id, "step-1001", 20);
+  EndLatest(*jobs, runner, id, 1, 3);
+  auto events = store_->LoadEvents(id, 0, 1000);
+  ASSERT_TRUE(events.ok());
+  std::vector<std::string> order;
+  for (const auto& e : *events) {
+    if (e.type == "Checkpoint") order.push_back(e.message.substr(0, e.message.find(' ')));
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"step-1000", "step-1001", "step-1002.json"}));
+}
+
 TEST_F(RetryTest, AStrayFileInTheCheckpointFolderIsNeverResumedFrom) {
   FakeExecutor runner;
   auto jobs = Manager(&runner);
