@@ -185,6 +185,8 @@ void JobManager::StartAttempt(Job& job, const sched::Admission& admitted) {
   // attempt record and the timeline.
   const std::string waiting_reason = std::exchange(job.rec.reason, "");
   const std::string waiting_message = std::exchange(job.rec.message, "");
+  // So is the last attempt's exit code: the job's is the attempt's now running.
+  const std::optional<int64_t> waiting_exit = std::exchange(job.rec.exit_code, std::nullopt);
   const int64_t admitted_ms = NowMs();
   if (!job.rec.admitted_at) {
     ObserveSeconds("taugrid_admission_wait_seconds", {{"queue", job.rec.queue}}, admitted_ms - job.rec.created_at);
@@ -215,6 +217,7 @@ void JobManager::StartAttempt(Job& job, const sched::Admission& admitted) {
       job.rec.resume_from = chosen_checkpoint;
       job.rec.reason = waiting_reason;
       job.rec.message = waiting_message;
+      job.rec.exit_code = waiting_exit;
       job.attempts.erase(std::remove_if(job.attempts.begin(), job.attempts.end(),
                                         [&](const AttemptRecord& a) { return a.number == number; }),
                          job.attempts.end());

@@ -192,6 +192,8 @@ TEST_F(RetryTest, ARetriedJobThatRunsAgainShowsNoPendingReason) {
   EXPECT_EQ(View(id)->job.reason, "") << View(id)->job.message;
   EXPECT_EQ(View(id)->job.message, "");
   EXPECT_EQ(View(id)->attempts[0].reason, "ExitCode") << "the last attempt keeps why it ended";
+  EXPECT_FALSE(View(id)->job.exit_code.has_value()) << "the running attempt has no exit code yet";
+  EXPECT_EQ(View(id)->attempts[0].exit_code, 3) << "the last attempt keeps its exit code";
   auto why = jobs->WhyJson(id);
   ASSERT_TRUE(why.ok());
   auto j = nlohmann::json::parse(*why);
@@ -202,6 +204,7 @@ TEST_F(RetryTest, ARetriedJobThatRunsAgainShowsNoPendingReason) {
   auto stored = store_->LoadJob(id);
   ASSERT_TRUE(stored.ok() && stored->has_value());
   EXPECT_EQ((*stored)->reason, "");
+  EXPECT_FALSE((*stored)->exit_code.has_value());
 }
 
 TEST_F(RetryTest, TheProgressRateStartsAgainWithEachAttemptAndStopsWhileStalled) {
