@@ -151,6 +151,13 @@ bool ParseLogQuery(const JobView& job, const httplib::Request& req, httplib::Res
   const int64_t last = std::max<int64_t>(1, job.job.attempt);
   std::string attempt = req.get_param_value("attempt");
   if (attempt == "all") {
+    if (q->tail >= 0) {
+      // A tail counts lines back from the end of one attempt's log.
+      SendBadParameter(res, "tail", req.get_param_value("tail"),
+                       "a count of lines of one attempt: tail is not taken with attempt=all (name the attempt, or "
+                       "leave out tail)");
+      return false;
+    }
     q->all_attempts = true;
     q->attempt = 1;
   } else if (attempt.empty() || attempt == "last") {

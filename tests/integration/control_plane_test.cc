@@ -175,6 +175,10 @@ TEST_F(ControlPlaneTest, LogsTailAndAttempts) {
   CommandResult missing = Tau({"logs", id, "--attempt", "2"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("no attempt 2"));
+  // A tail counts back in one attempt's log; across all it is refused, not ignored.
+  CommandResult across = Tau({"logs", id, "--attempt", "all", "--tail", "1"});
+  EXPECT_EQ(across.exit_code, 1);
+  EXPECT_THAT(across.err, HasSubstr("tail is not taken with attempt=all"));
 }
 
 TEST_F(ControlPlaneTest, FollowingLogsNeverDropsTheLastLines) {
