@@ -643,7 +643,10 @@ class Decoder {
         bool printable = std::all_of(k.begin(), k.end(), [](char ch) {
           return static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f;
         });
-        if (k.empty() || k.size() > 63 || !printable) {
+        // Counted in characters, as the JSON Schema's maxLength counts them.
+        const size_t chars = static_cast<size_t>(
+            std::count_if(k.begin(), k.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+        if (k.empty() || chars > 63 || !printable) {
           diags_->Error(at, "experiment.tags: a tag name is 1 to 63 printable characters");
         }
       }

@@ -213,6 +213,18 @@ TEST(DecodeTest, AMemoryWithoutAUnitIsRefusedTaggedOrNotWithAHintThatFits) {
   EXPECT_EQ(err("\"1073741824\""), "") << "a quoted byte count is meant";
 }
 
+TEST(DecodeTest, ATagNameIsCountedInCharactersNotBytes) {
+  auto err = [](const std::string& name) {
+    return LoadText("schema_version: 1\nname: a\nrun: {entrypoint: x.py}\nexperiment:\n  tags:\n    " + name +
+                    ": v\n")
+        .diagnostics;
+  };
+  std::string accents;
+  for (int i = 0; i < 63; ++i) accents += "\xC3\xA9";  // 63 characters, 126 bytes
+  EXPECT_EQ(err(accents), "");
+  EXPECT_THAT(err(accents + "\xC3\xA9"), HasSubstr("a tag name is 1 to 63 printable characters"));
+}
+
 TEST(DecodeTest, SuggestsTheRightSectionForMisplacedFields) {
   auto loaded = LoadText("schema_version: 1\nname: a\ngpus: 2\nrun: {entrypoint: x}\n");
   EXPECT_THAT(loaded.diagnostics,
