@@ -603,6 +603,24 @@ bool DecodeKueueManifests(std::string_view text, std::string_view file_name, Dec
   limits.max_bytes = 4 << 20;
   limits.max_nodes = 200000;
   if (!spec::ReadYamlDocuments(text, file_name, limits, &documents, diags)) return false;
+  // A v1 List (what `kubectl get -o json` and `tau admin get -o json`
+  // print) stands for its items.
+  std::vector<Node> flat;
+  for (Node& doc : documents) {
+    const Node* api = doc.IsMapping() ? doc.Find("apiVersion") : nullptr;
+    const Node* kind = doc.IsMapping() ? doc.Find("kind") : nullptr;
+    const Node* items = doc.IsMapping() ? doc.Find("items") : nullptr;
+    if (api && kind && api->IsScalar() && kind->IsScalar() && api->scalar == "v1" && kind->scalar == "List") {
+      if (!items || !(items->IsSequence() || items->IsNull())) {
+        diags->Error(doc.location, "a v1 List needs \"items\", a list of objects");
+        continue;
+      }
+      if (items->IsSequence()) flat.insert(flat.end(), items->items.begin(), items->items.end());
+      continue;
+    }
+    flat.push_back(std::move(doc));
+  }
+  documents = std::move(flat);
   static const std::vector<std::string_view> kKinds = {"ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue",
                                                       "WorkloadPriorityClass", "Configuration"};
   for (const Node& doc : documents) {

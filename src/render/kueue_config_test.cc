@@ -53,6 +53,23 @@ TEST(KueueConfigTest, KueuesSingleClusterQueueSetupApplies) {
   EXPECT_EQ(d.out.objects.size(), 3u);
 }
 
+TEST(KueueConfigTest, AV1ListAsGetPrintsItStandsForItsItems) {
+  Decoded d = Decode(R"({"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}},
+  {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+   "metadata": {"name": "user-queue", "namespace": "default"}, "spec": {"clusterQueue": "cluster-queue"}}]})");
+  ASSERT_TRUE(d.ok) << d.diagnostics;
+  EXPECT_EQ(d.out.config.resource_flavors.size(), 1u);
+  EXPECT_EQ(d.out.config.local_queues.size(), 1u);
+  EXPECT_EQ(d.out.objects.size(), 2u);
+  EXPECT_TRUE(Decode(R"({"apiVersion": "v1", "kind": "List", "items": []})").ok);
+  EXPECT_THAT(Decode(R"({"apiVersion": "v1", "kind": "List", "items": 3})").diagnostics,
+              HasSubstr("a v1 List needs \"items\", a list of objects"));
+  EXPECT_THAT(Decode(R"({"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Pod"}]})")
+                  .diagnostics,
+              HasSubstr("apiVersion \"v1\" is not a Kueue API"));
+}
+
 TEST(KueueConfigTest, EveryFieldOfAFullerSetupIsRead) {
   Decoded d = Decode(ReadExample("cohort-gpu-setup.yaml"));
   ASSERT_TRUE(d.ok) << d.diagnostics;
