@@ -24,6 +24,12 @@
 namespace tau::cli {
 namespace {
 
+// An option whose value may not be empty (`--from ''` is a mistake, not
+// the option left out).
+const CLI::Validator kNotEmpty(
+    [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "",
+    "NOT_EMPTY");
+
 void AddSetOption(CLI::App* cmd, std::vector<std::string>* overrides) {
   cmd->add_option("--set", *overrides,
                   "Override a spec field before validation, e.g. --set compute.gpus=2 (repeatable)")
@@ -89,7 +95,8 @@ int Main(int argc, char** argv) {
   render_cmd->add_option("FILE", render.files, "Job spec files, folders of them, or - (stdin)")->required();
   AddSetOption(render_cmd, &render.overrides);
   render_cmd->add_option("--object-name", render.object_name,
-                         "metadata.name of the objects (default: the job's name)");
+                         "metadata.name of the objects (default: the job's name)")
+      ->check(kNotEmpty);
   render_cmd->add_option("-o,--output", render.output, "Output format")
       ->check(CLI::IsMember({"yaml", "json"}))
       ->capture_default_str();
@@ -179,7 +186,8 @@ int Main(int argc, char** argv) {
   bool resume_follow = false;
   auto* resume_cmd = app.add_subcommand("resume", "Start a new attempt of an ended job from its newest checkpoint");
   resume_cmd->add_option("JOB", resume_job, "Job id or name")->required();
-  resume_cmd->add_option("--from", resume_from, "Resume from this checkpoint (a name from tau checkpoints)");
+  resume_cmd->add_option("--from", resume_from, "Resume from this checkpoint (a name from tau checkpoints)")
+      ->check(kNotEmpty);
   resume_cmd->add_flag("-f,--follow", resume_follow, "Follow the job like tau run -f and exit with its outcome");
   resume_cmd->callback([&] { exit_code = RunResume(resume_job, resume_from, resume_follow); });
 

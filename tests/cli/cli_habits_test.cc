@@ -166,6 +166,13 @@ TEST(CliHabitsTest, ObjectNameIsCheckedLikeAJobName) {
   CommandResult digit = RunCommand({BinPath("tau"), "render", "--object-name", "1gang", gang});
   EXPECT_EQ(digit.exit_code, 2);
   EXPECT_THAT(digit.err, HasSubstr("must start its name with a letter"));
+  // An empty value is a mistake, not the option left out.
+  CommandResult empty = RunCommand({BinPath("tau"), "render", "--object-name", "", gang});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_THAT(empty.err, HasSubstr("--object-name: must not be empty"));
+  CommandResult from = RunCommand({BinPath("tau"), "resume", "some-job", "--from", ""});
+  EXPECT_EQ(from.exit_code, 2);
+  EXPECT_THAT(from.err, HasSubstr("--from: must not be empty"));
 }
 
 TEST(CliHabitsTest, AdminApplyRefusesAJobSpecAndPointsAtTauRun) {
