@@ -151,18 +151,26 @@ int RunRun(const RunOptions& o) {
   }
   json secret_env = json::object();
   for (const std::string& path : env_files) {
-    std::ifstream in(path);
-    if (!in) {
-      std::fprintf(stderr, "tau: cannot read env file %s: %s\n", path.c_str(), std::strerror(errno));
+    spec::Diagnostics env_diags;
+    if (path == "-" && o.file == spec::kStdinPath) {
+      std::fprintf(stderr, "tau: --env-file -: standard input already holds the spec\n");
       return kExitUsage;
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    spec::Diagnostics env_diags;
-    spec::StringPairs vars = spec::ParseEnvFile(text.str(), path, &env_diags);
+    auto vars = spec::ReadEnvFile(path, spec::Location{}, &env_diags);
     for (const auto& d : env_diags.Sorted()) std::fprintf(stderr, "%s\n", spec::FormatDiagnostic(d).c_str());
-    if (env_diags.has_errors()) return kExitUsage;
-    for (const auto& [k, v] : vars) secret_env[k] = v;
+    if (!vars) return kExitUsage;
+    for (const auto& [k, v] : *vars) {
+      if (secret_env.contains(k)) {
+        std::fprintf(stderr, "tau: warning: %s is in more than one env file; the one from %s is used\n", k.c_str(),
+                     path.c_str());
+      }
+      for (const auto& [spec_key, spec_value] : spec.runtime.env) {
+        if (spec_key == k) {
+          std::fprintf(stderr, "tau: warning: %s from env file %s replaces runtime.env's\n", k.c_str(), path.c_str());
+        }
+      }
+      secret_env[k] = v;
+    }
   }
   auto snapshot = evidence::PackSnapshot(loaded->working_dir, {.exclude = spec.run.exclude});
   if (!snapshot.ok()) return Fail(snapshot.error());

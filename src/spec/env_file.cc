@@ -2,6 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
 #include "common/names.h"
 
 namespace tau::spec {
@@ -46,8 +53,11 @@ size_t FirstBadByte(std::string_view text) {
 
 StringPairs ParseEnvFile(std::string_view text, std::string_view file_name, Diagnostics* diags) {
   StringPairs out;
+  std::map<std::string, int> line_of;  // where each key was set
   int line_no = 0;
   size_t start = 0;
+  // A byte-order mark some editors write first is not part of the first key.
+  if (text.starts_with("\xEF\xBB\xBF")) start = 3;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     std::string line(text.substr(start, end == std::string_view::npos ? text.npos : end - start));
@@ -74,9 +84,14 @@ StringPairs ParseEnvFile(std::string_view text, std::string_view file_name, Diag
       // A value that opens a quote must close it on the same line; taking
       // the text with its stray quote would hand the job a different secret.
       if (value.size() < 2 || value.back() != value.front()) {
+        const size_t close = value.find(value.front(), 1);
+        const std::string quote = value.front() == '"' ? "double" : "single";
         diags->Error(Location{std::string(file_name), line_no, static_cast<int>(column + eq + 1)},
-                     fmt::format("the {} quote that opens the value of {} is never closed on this line",
-                                 value.front() == '"' ? "double" : "single", key));
+                     close == std::string::npos
+                         ? fmt::format("the {} quote that opens the value of {} is never closed on this line", quote, key)
+                         : fmt::format("the value of {} goes on after its closing {} quote (at column {}); quote "
+                                       "the whole value",
+                                       key, quote, column + eq + 1 + close));
         continue;
       }
       value = value.substr(1, value.size() - 2);
@@ -97,9 +112,42 @@ StringPairs ParseEnvFile(std::string_view text, std::string_view file_name, Diag
                                    key, value[bad] == '\0' ? "a NUL byte" : "a byte that is not UTF-8", bad + 1));
       continue;
     }
+    if (auto [it, fresh] = line_of.emplace(key, line_no); !fresh) {
+      diags->Error(at, fmt::format("{} is set twice, on lines {} and {}; which one is meant?", key, it->second, line_no));
+      continue;
+    }
     out.emplace_back(std::move(key), std::move(value));
   }
   return out;
+}
+
+std::optional<StringPairs> ReadEnvFile(const std::filesystem::path& path, const Location& at, Diagnostics* diags) {
+  std::stringstream text;
+  std::string name = path.string();
+  if (path == "-") {
+    name = "<stdin>";
+    text << std::cin.rdbuf();
+  } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      diags->Error(at, fmt::format("env file {} is a folder, not a file of KEY=VALUE lines", name));
+      return std::nullopt;
+    }
+    std::ifstream in(path);
+    if (!in) {
+      diags->Error(at, fmt::format("cannot read env file {}: {}", name, std::strerror(errno)));
+      return std::nullopt;
+    }
+    text << in.rdbuf();
+    if (in.bad()) {
+      diags->Error(at, fmt::format("cannot read env file {}: {}", name, std::strerror(errno)));
+      return std::nullopt;
+    }
+  }
+  const int errors_before = diags->error_count();
+  StringPairs vars = ParseEnvFile(text.str(), name, diags);
+  if (diags->error_count() != errors_before) return std::nullopt;
+  return vars;
 }
 
 }  // namespace tau::spec

@@ -36,6 +36,25 @@ TEST(EnvFileTest, AnUnterminatedQuoteIsAnErrorAtTheQuote) {
   EXPECT_EQ(p.vars, (StringPairs{{"OK", "1"}}));
 }
 
+TEST(EnvFileTest, TextAfterAClosingQuoteIsAnErrorThatSaysSo) {
+  Parsed p = Parse("S_A=\"a\" junk\n");
+  EXPECT_EQ(p.diagnostics, "x.env:1:5: error: the value of S_A goes on after its closing double quote (at column 7); "
+                           "quote the whole value\n");
+  EXPECT_TRUE(p.vars.empty());
+}
+
+TEST(EnvFileTest, ALeadingByteOrderMarkIsNotPartOfTheFirstKey) {
+  Parsed p = Parse("\xEF\xBB\xBFS_A=1\n");
+  EXPECT_EQ(p.diagnostics, "");
+  EXPECT_EQ(p.vars, (StringPairs{{"S_A", "1"}}));
+}
+
+TEST(EnvFileTest, AKeySetTwiceIsAnErrorNamingBothLines) {
+  Parsed p = Parse("A=1\nB=2\nA=3\n");
+  EXPECT_EQ(p.diagnostics, "x.env:3:1: error: A is set twice, on lines 1 and 3; which one is meant?\n");
+  EXPECT_EQ(p.vars, (StringPairs{{"A", "1"}, {"B", "2"}}));
+}
+
 // A value that is not UTF-8 text (or holds a NUL) is refused at its line,
 // naming the variable and the byte's place but never the value, which may
 // be a secret; well-formed multi-byte text passes.

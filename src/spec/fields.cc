@@ -99,9 +99,11 @@ const std::vector<FieldDoc>& Catalogue() {
       {"runtime.env_from_file", FieldType::kString, "path", "", false,
        "A file of KEY=VALUE lines (`#` comments, optional `export `, optional quotes that close on their line; "
        "values must be UTF-8 text without NUL bytes, and a value that is not is refused at its line without being "
-       "shown) that `tau run` reads when it submits the job, relative to the spec file's folder. Its values "
+       "shown; a key set twice is an error; a leading byte-order mark is skipped) that `tau run` reads when it "
+       "submits the job, relative to the spec file's folder; `tau validate` reads it too. Its values "
        "are secret: stored with the job for its attempts, never shown by `tau status`, "
-       "`tau list`, the API or the server's log. `tau run --env-file FILE` does the same.",
+       "`tau list`, the API or the server's log. `tau run --env-file FILE` does the same (`-` reads standard "
+       "input); a variable in both an env file and runtime.env takes the env file's value, with a warning.",
        "env_from_file: .env"},
       {"checkpoint", FieldType::kObject, "mapping", "", false,
        "How the job's checkpoints (files or folders written to TAU_CHECKPOINT_DIR) are kept.",

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "spec/env_file.h"
 #include "spec/overrides.h"
 #include "spec/yaml_tree.h"
 
@@ -15,7 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void CheckFiles(LoadedSpec* loaded, Diagnostics* diags) {
+void CheckFiles(LoadedSpec* loaded, const fs::path& base_dir, Diagnostics* diags) {
   const RunSpec& run = loaded->spec.run;
   const PositionMap& pos = loaded->positions;
   std::error_code ec;
@@ -33,6 +34,11 @@ void CheckFiles(LoadedSpec* loaded, Diagnostics* diags) {
                                  "refuse this job",
                                  run.entrypoint, loaded->working_dir.string()));
     }
+  }
+  // The env file `tau run` will read, read now (its values are not shown).
+  if (const std::string& env_file = loaded->spec.runtime.env_from_file; !env_file.empty()) {
+    const fs::path p = env_file;
+    ReadEnvFile(p.is_absolute() ? p : base_dir / p, pos.At("runtime.env_from_file"), diags);
   }
 }
 
@@ -57,7 +63,7 @@ Result<LoadedSpec> LoadJobSpecText(std::string_view text, std::string_view file_
   if (loaded.working_dir.has_filename() == false && loaded.working_dir != "/") {
     loaded.working_dir = loaded.working_dir.parent_path();
   }
-  if (diags->error_count() == errors_before && options.check_files) CheckFiles(&loaded, diags);
+  if (diags->error_count() == errors_before && options.check_files) CheckFiles(&loaded, base_dir, diags);
   int errors = diags->error_count() - errors_before;
   if (errors > 0) {
     return InvalidArgumentError(

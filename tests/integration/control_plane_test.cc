@@ -371,6 +371,15 @@ TEST_F(ControlPlaneTest, EnvFilesReachTheJobAndAreShownNowhere) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("bad.env:1:1: error: TAU_JOB_ID is set by TauGrid"));
   EXPECT_THAT(bad.err, HasSubstr("bad.env:2:1: error: expected KEY=VALUE"));
+  // A folder is not an env file; "-" reads one from standard input.
+  CommandResult folder = Tau({"run", "--env-file", work_.string(), spec});
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_THAT(folder.err, HasSubstr("is a folder, not a file of KEY=VALUE lines"));
+  CommandResult piped = RunCommand({"/bin/sh", "-c", "printf 'EXTRA_TOKEN=piped-value\\n' | \"$0\" run -f --env-file - \"$1\"",
+                                    BinPath("tau"), spec},
+                                   work_.string(), Env());
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_THAT(piped.out, HasSubstr("got s3cr3t-value hunter2-value piped-value\n"));
 }
 
 TEST_F(ControlPlaneTest, JobsAreLimitedToTheirCpusAndMemory) {
