@@ -78,7 +78,7 @@ def submit_with_tau(
     """
     stdin: Optional[str] = None
     if isinstance(spec, Mapping):
-        stdin = json.dumps(dict(spec), indent=2) + "\n"
+        stdin = json.dumps(dict(spec), indent=2, ensure_ascii=False) + "\n"
         target = "-"
     else:
         target = os.fspath(spec)

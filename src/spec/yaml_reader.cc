@@ -11,7 +11,9 @@
 #include <fmt/format.h>
 #include <yaml.h>
 
+#include <algorithm>
 #include <cctype>
+#include <utility>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -407,16 +409,83 @@ std::string Node::Describe() const {
   return quoted ? fmt::format("the string \"{}\"", shown) : fmt::format("\"{}\"", shown);
 }
 
+namespace {
+
+// Where the first control character is (other than tab, LF and CR: YAML
+// allows no others raw, NUL included), with the character; line 0 when
+// none.
+std::pair<Location, unsigned char> FirstControlCharacter(std::string_view s, std::string_view file) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+      return {Location{std::string(file), line, column}, c};
+    }
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else if ((c & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return {Location{}, 0};
+}
+
+bool IsHexDigit(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+
+// JSON writes a character outside the Basic Multilingual Plane as a
+// surrogate pair of escapes (json.dumps' "\ud83d\ude00"), which YAML
+// does not take; YAML writes it "\U0001f600". In a JSON document (it
+// starts with '{' or '['), backslashes occur only inside strings, so the
+// pairs can be rewritten as they stand. Columns after one on its line move
+// 2 to the left. Empty when there is nothing to rewrite.
+std::string JsonSurrogatePairsAsYaml(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || (text[first] != '{' && text[first] != '[')) return "";
+  std::string out;
+  size_t copied = 0;
+  for (size_t i = text.find("\\u"); i != std::string_view::npos && i + 12 <= text.size();
+       i = text.find("\\u", i + 1)) {
+    // Only an escape: an even number of backslashes before this one.
+    size_t slashes = 0;
+    while (slashes < i && text[i - 1 - slashes] == '\\') ++slashes;
+    if (slashes % 2 != 0) continue;
+    std::string_view high = text.substr(i + 2, 4), low = text.substr(i + 8, 4);
+    if (text.substr(i + 6, 2) != "\\u" || !std::all_of(high.begin(), high.end(), IsHexDigit) ||
+        !std::all_of(low.begin(), low.end(), IsHexDigit)) {
+      continue;
+    }
+    const unsigned hi = std::stoul(std::string(high), nullptr, 16), lo = std::stoul(std::string(low), nullptr, 16);
+    if (hi < 0xD800 || hi > 0xDBFF || lo < 0xDC00 || lo > 0xDFFF) continue;
+    const unsigned cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+    out.append(text.substr(copied, i - copied));
+    out.append(fmt::format("\\U{:08x}", cp));
+    copied = i + 12;
+    i += 11;
+  }
+  if (copied == 0) return "";
+  out.append(text.substr(copied));
+  return out;
+}
+
+}  // namespace
+
 bool ReadYamlDocuments(std::string_view text, std::string_view file_name, const ReadLimits& limits,
                        std::vector<Node>* documents, Diagnostics* diags) {
+  if (std::string rewritten = JsonSurrogatePairsAsYaml(text); !rewritten.empty()) {
+    return ReadYamlDocuments(rewritten, file_name, limits, documents, diags);
+  }
   Location file_start{std::string(file_name), 1, 1};
   if (text.size() > limits.max_bytes) {
     diags->Error(file_start, fmt::format("file is {} bytes; at most {} bytes are read", text.size(),
                                          limits.max_bytes));
     return false;
   }
-  if (text.find('\0') != std::string_view::npos) {
-    diags->Error(file_start, "file contains NUL bytes; a job spec is UTF-8 text");
+  if (auto [at, c] = FirstControlCharacter(text, file_name); at.line > 0) {
+    diags->Error(at, c == 0 ? std::string("the file holds a NUL byte here; a YAML file is UTF-8 text")
+                            : fmt::format("a control character (U+{:04X}) is not allowed in YAML; write it as an "
+                                          "escape in double quotes (\"\\x{:02x}\")",
+                                          c, c));
     return false;
   }
   if (Location bad = FirstInvalidUtf8(text, file_name); bad.line > 0) {

@@ -145,3 +145,31 @@ TEST(YamlReaderTest, CoreTagsAreKeptAndMustFitTheText) {
 
 }  // namespace
 }  // namespace tau::spec
+
+namespace tau::spec {
+namespace {
+
+TEST(YamlReaderTest, AControlCharacterIsAnErrorWhereItIs) {
+  EXPECT_EQ(Errors("a: 1\nb: x\x01y\n"),
+            "f.yaml:2:5: error: a control character (U+0001) is not allowed in YAML; write it as an escape in "
+            "double quotes (\"\\x01\")\n");
+  EXPECT_EQ(Errors(std::string("a: 1\nbé: \0\n", 11)), "f.yaml:2:5: error: the file holds a NUL byte here; a YAML "
+                                                        "file is UTF-8 text\n");
+  EXPECT_EQ(Errors("a: \"x\\x01y\"\n"), "") << "written as an escape it is a string";
+}
+
+TEST(YamlReaderTest, JsonSurrogatePairEscapesAreTheCharacterTheyWrite) {
+  Node root;
+  Diagnostics diags;
+  ASSERT_TRUE(ReadYaml(R"({"a": "x \ud83d\ude00 y", "b": "\\ud83d\\ude00"})", "f.json", {}, &root, &diags))
+      << diags.Format();
+  EXPECT_EQ(root.Find("a")->scalar, "x \xF0\x9F\x98\x80 y");
+  EXPECT_EQ(root.Find("b")->scalar, "\\ud83d\\ude00") << "escaped backslashes are not escapes";
+  // Outside JSON a plain "\ud83d" is text, and a lone surrogate is still refused.
+  ASSERT_TRUE(ReadYaml("a: x\\ud83d\\ude00\n", "f.yaml", {}, &root, &diags));
+  EXPECT_EQ(root.Find("a")->scalar, "x\\ud83d\\ude00");
+  EXPECT_NE(Errors(R"({"a": "\ud83d"})"), "");
+}
+
+}  // namespace
+}  // namespace tau::spec
