@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -549,9 +550,17 @@ void DecodeObject(const Node& doc, bool v1beta1, const std::string& kind, Decode
     pc.name = name;
     const Node* value = doc.Find("value");
     int64_t v = 0;
-    if (!value || !value->IsScalar() || value->quoted || !IntegerTag(*value) ||
-        std::from_chars(value->scalar.data(), value->scalar.data() + value->scalar.size(), v).ec != std::errc()) {
-      diags->Error(value ? value->location : doc.location, "WorkloadPriorityClass: \"value\" must be an integer");
+    const char* end = value && value->IsScalar() ? value->scalar.data() + value->scalar.size() : nullptr;
+    const auto parsed = end ? std::from_chars(value->scalar.data(), end, v) : std::from_chars_result{};
+    if (!value || !value->IsScalar() || value->quoted || !IntegerTag(*value) || parsed.ec != std::errc() ||
+        parsed.ptr != end) {
+      diags->Error(value ? value->location : doc.location,
+                   "WorkloadPriorityClass: \"value\" must be an integer (digits only, such as 1000)");
+    } else if (v < INT32_MIN || v > INT32_MAX) {
+      // Kueue's field is an int32.
+      diags->Error(value->location, fmt::format("WorkloadPriorityClass: \"value\" {} is outside Kueue's range, "
+                                                "{} to {}",
+                                                v, INT32_MIN, INT32_MAX));
     }
     pc.value = v;
     pc.description = d.String(doc.Find("description"), "description", false, doc);

@@ -70,6 +70,22 @@ TEST(KueueConfigTest, AV1ListAsGetPrintsItStandsForItsItems) {
               HasSubstr("apiVersion \"v1\" is not a Kueue API"));
 }
 
+TEST(KueueConfigTest, APriorityClassValueIsAnInt32WrittenInDigits) {
+  auto err = [](const std::string& value) {
+    return Decode("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: hi}\nvalue: " +
+                  value + "\n")
+        .diagnostics;
+  };
+  EXPECT_EQ(err("1000"), "");
+  EXPECT_EQ(err("-5"), "");
+  for (const char* bad : {"1e2", "0x10", "1.0", "12abc"}) {
+    EXPECT_THAT(err(bad), HasSubstr("kueue.yaml:4:8: error: WorkloadPriorityClass: \"value\" must be an integer"))
+        << bad;
+  }
+  EXPECT_THAT(err("99999999999"), HasSubstr("\"value\" 99999999999 is outside Kueue's range, -2147483648 to "
+                                            "2147483647"));
+}
+
 TEST(KueueConfigTest, EveryFieldOfAFullerSetupIsRead) {
   Decoded d = Decode(ReadExample("cohort-gpu-setup.yaml"));
   ASSERT_TRUE(d.ok) << d.diagnostics;
