@@ -74,6 +74,9 @@ std::string JobSpecSha256(const JobSpec& spec) { return Sha256Hex(JobSpecToJson(
 
 namespace {
 
+// No NUL: a process's arguments, environment and names end at the first.
+constexpr char kNoNulPattern[] = "^[^\\u0000]*$";
+
 // A Kubernetes quantity greater than zero, as a string: the mantissa holds
 // a non-zero digit.
 constexpr char kPositiveQuantityPattern[] =
@@ -103,8 +106,7 @@ json FieldSchema(const FieldDoc& f) {
       s = {{"type", "integer"}, {"minimum", f.minimum}, {"maximum", f.maximum}};
       break;
     case FieldType::kString:
-      s = {{"type", "string"}, {"minLength", 1}};
-      if (!f.pattern.empty()) s["pattern"] = f.pattern;
+      s = {{"type", "string"}, {"minLength", 1}, {"pattern", f.pattern.empty() ? kNoNulPattern : f.pattern}};
       // DNS-1123 subdomains are at most 253 characters.
       if (path == "queue" || path == "priority") s["maxLength"] = 253;
       break;
@@ -126,7 +128,7 @@ json FieldSchema(const FieldDoc& f) {
       break;
     case FieldType::kEnum: s = {{"type", "string"}, {"enum", f.values}}; break;
     case FieldType::kStringList: {
-      json item = {{"type", {"string", "number", "boolean"}}};
+      json item = {{"type", {"string", "number", "boolean"}}, {"pattern", kNoNulPattern}};
       if (!f.pattern.empty()) item = {{"type", "string"}, {"pattern", f.pattern}};
       if (path == "run.exclude") item["minLength"] = 1;
       if (path == "runtime.pip") item["pattern"] = "^[^-]";  // not empty, not a pip option
@@ -135,7 +137,7 @@ json FieldSchema(const FieldDoc& f) {
     }
     case FieldType::kStringMap:
       s = {{"type", "object"},
-           {"additionalProperties", {{"type", {"string", "number", "boolean", "null"}}}}};
+           {"additionalProperties", {{"type", {"string", "number", "boolean", "null"}}, {"pattern", kNoNulPattern}}}};
       if (path == "runtime.env") {
         json reserved = json::array();
         for (std::string_view name : ReservedEnvNames()) reserved.push_back(name);
