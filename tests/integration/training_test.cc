@@ -130,7 +130,7 @@ void TrainingTest::KillRankOneAndResume(const std::string& spec, const std::stri
   ASSERT_TRUE(WaitLong([&] { return Ended(id); }));
   nlohmann::json job = Job(id);
   ASSERT_EQ(job["state"], "Succeeded") << Logs(id, 0) << Logs(id, 1);
-  ASSERT_EQ(job["attempts"].size(), 2u);
+  ASSERT_EQ(job["attempts"].size(), 2u) << job["attempts"].dump(1) << Logs(id, 0) << Logs(id, 1);
   // The whole gang attempt ended: rank 1's torchrun exited 1, and rank 0
   // was stopped with it rather than left holding the rendezvous.
   EXPECT_EQ(job["attempts"][0]["state"], "Failed");

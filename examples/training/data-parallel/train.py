@@ -144,6 +144,9 @@ def main() -> None:
             time.sleep(args.step_time)
     digest = weights_digest(model)
     print(f"rank {rank}: done at global step {step} after {batches} batches; weights {digest}", flush=True)
+    # Every rank is done with every collective before any leaves: a rank
+    # that tears down first closes connections its peer still reads.
+    dist.barrier()
     dist.destroy_process_group()
 
 
