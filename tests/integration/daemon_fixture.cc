@@ -73,11 +73,12 @@ nlohmann::json DaemonTest::Job(const std::string& id) {
   return j.is_discarded() ? nlohmann::json::object() : j;
 }
 
-bool DaemonTest::WaitUntil(const std::function<bool()>& ready) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+bool DaemonTest::WaitUntil(const std::function<bool()>& ready, std::chrono::seconds limit,
+                           std::chrono::milliseconds poll) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(poll);
   }
   return false;
 }

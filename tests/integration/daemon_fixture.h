@@ -31,9 +31,10 @@ class DaemonTest : public ::testing::Test {
   void WriteFile(const std::string& relative, const std::string& data);
   // `tau status ID -o json`, parsed.
   nlohmann::json Job(const std::string& id);
-  // Polls `ready` every 20 ms; false after 60 s (a hang guard, not a timing
-  // assertion).
-  bool WaitUntil(const std::function<bool()>& ready);
+  // Polls `ready` every `poll`; false after `limit` (a hang guard, not a
+  // timing assertion; longer for what starts Ray or PyTorch on 2 cores).
+  bool WaitUntil(const std::function<bool()>& ready, std::chrono::seconds limit = std::chrono::seconds(60),
+                 std::chrono::milliseconds poll = std::chrono::milliseconds(20));
   bool WaitForState(const std::string& id, const std::string& state);
   // Submits a spec and returns the job id printed by `tau run`.
   std::string Submit(const std::string& spec_path, std::vector<std::string> extra = {});

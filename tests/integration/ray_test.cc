@@ -58,15 +58,9 @@ class RayTest : public DaemonTest {
     WriteFile("tasks.py", kRayTasks);
   }
 
-  // Like WaitUntil, with room for a Ray cluster to start on a busy
-  // 2-core machine (a hang guard, not a timing assertion).
+  // Room for a Ray cluster to start on a busy 2-core machine.
   bool WaitLong(const std::function<bool()>& ready) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (ready()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    return false;
+    return WaitUntil(ready, std::chrono::minutes(4), std::chrono::milliseconds(200));
   }
 
   // The pids the entrypoint recorded, each of which must be gone.

@@ -41,15 +41,9 @@ class TrainingTest : public DaemonTest {
     extra_env_["TAU_RAY"] = ProjectVenvProgram("ray");
   }
 
-  // Like WaitUntil, with room for torch's start on a busy 2-core machine
-  // (a hang guard, not a timing assertion).
+  // Room for a torch job to start on a busy 2-core machine.
   bool WaitLong(const std::function<bool()>& ready) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (ready()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
+    return WaitUntil(ready, std::chrono::minutes(5), std::chrono::milliseconds(100));
   }
   bool Ended(const std::string& id) {
     const std::string state = Job(id).value("state", "");
